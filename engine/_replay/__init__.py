@@ -1,0 +1,1 @@
+"""The replay core: deterministic event loop, commands, matching. No SQL, no I/O."""

@@ -1,0 +1,212 @@
+"""Commands: what workflow code asks the service to do, and how each matches its event.
+
+Commands are in the imperative (``StartTimer``); the events they become are in the past
+tense (``TimerStarted``). Replay compares the commands code produces, in order, with the
+command events recorded after each ``WorkflowTaskCompleted``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+JsonDict = dict[str, Any]
+
+#: Events written as the direct result of a command, in the order commands were given.
+COMMAND_EVENT_TYPES = frozenset(
+    {
+        "ActivityTaskScheduled",
+        "ActivityTaskCancelRequested",
+        "TimerStarted",
+        "TimerCanceled",
+        "MarkerRecorded",
+        "WorkflowExecutionCompleted",
+        "WorkflowExecutionFailed",
+        "WorkflowExecutionCanceled",
+        "WorkflowExecutionContinuedAsNew",
+        "StartChildWorkflowExecutionInitiated",
+        "RequestCancelExternalWorkflowExecutionInitiated",
+        "SignalExternalWorkflowExecutionInitiated",
+        "UpsertWorkflowSearchAttributes",
+        "WorkflowPropertiesModified",
+        "WorkflowExecutionUpdateAccepted",
+        "WorkflowExecutionUpdateCompleted",
+    }
+)
+
+
+@dataclass
+class Command:
+    """Base of all commands."""
+
+    #: The event type this command is recorded as.
+    event_type = ""
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """Whether a recorded command event is the record of this command."""
+        return event_type == self.event_type
+
+    def describe(self) -> str:
+        """A short human description, used in non-determinism errors."""
+        return self.event_type
+
+
+@dataclass
+class ScheduleActivityTask(Command):
+    """Schedule an activity (becomes ActivityTaskScheduled)."""
+
+    seq: int
+    activity_id: str
+    activity_type: str
+    task_queue: str
+    input: list[JsonDict]
+    schedule_to_close: float | None
+    schedule_to_start: float | None
+    start_to_close: float | None
+    heartbeat_timeout: float | None
+    retry_policy: JsonDict
+    event_type = "ActivityTaskScheduled"
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """Same activity id and type."""
+        return (
+            event_type == self.event_type
+            and attrs.get("activityId") == self.activity_id
+            and attrs.get("activityType", {}).get("name") == self.activity_type
+        )
+
+    def describe(self) -> str:
+        """E.g. ``ScheduleActivityTask(charge, activity id 1)``."""
+        return f"ScheduleActivityTask({self.activity_type}, activity id {self.activity_id})"
+
+
+@dataclass
+class RequestCancelActivityTask(Command):
+    """Ask to cancel a scheduled activity (becomes ActivityTaskCancelRequested)."""
+
+    seq: int
+    scheduled_event_id: int
+    event_type = "ActivityTaskCancelRequested"
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """Same scheduled event id."""
+        return event_type == self.event_type and int(attrs.get("scheduledEventId", 0)) == (
+            self.scheduled_event_id
+        )
+
+    def describe(self) -> str:
+        """Description."""
+        return f"RequestCancelActivityTask(scheduled event {self.scheduled_event_id})"
+
+
+@dataclass
+class StartTimer(Command):
+    """Start a durable timer (becomes TimerStarted)."""
+
+    seq: int
+    timer_id: str
+    duration: float
+    event_type = "TimerStarted"
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """Same timer id (a changed duration is a safe edit)."""
+        return event_type == self.event_type and attrs.get("timerId") == self.timer_id
+
+    def describe(self) -> str:
+        """Description."""
+        return f"StartTimer(timer id {self.timer_id}, {self.duration:g}s)"
+
+
+@dataclass
+class CancelTimer(Command):
+    """Cancel a running timer (becomes TimerCanceled)."""
+
+    seq: int
+    timer_id: str
+    event_type = "TimerCanceled"
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """Same timer id."""
+        return event_type == self.event_type and attrs.get("timerId") == self.timer_id
+
+    def describe(self) -> str:
+        """Description."""
+        return f"CancelTimer(timer id {self.timer_id})"
+
+
+@dataclass
+class RecordMarker(Command):
+    """Record a marker (side effects, local activities, patches)."""
+
+    marker_name: str
+    details: dict[str, JsonDict] = field(default_factory=dict)
+    failure: JsonDict | None = None
+    event_type = "MarkerRecorded"
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """Same marker name."""
+        return event_type == self.event_type and attrs.get("markerName") == self.marker_name
+
+    def describe(self) -> str:
+        """Description."""
+        return f"RecordMarker({self.marker_name})"
+
+
+@dataclass
+class CompleteWorkflowExecution(Command):
+    """Finish the run with a result."""
+
+    result: list[JsonDict]
+    event_type = "WorkflowExecutionCompleted"
+
+    def describe(self) -> str:
+        """Description."""
+        return "CompleteWorkflowExecution"
+
+
+@dataclass
+class FailWorkflowExecution(Command):
+    """Fail the run."""
+
+    failure: JsonDict
+    event_type = "WorkflowExecutionFailed"
+
+    def describe(self) -> str:
+        """Description."""
+        return "FailWorkflowExecution"
+
+
+@dataclass
+class CancelWorkflowExecution(Command):
+    """End the run as cancelled."""
+
+    details: list[JsonDict] = field(default_factory=list)
+    event_type = "WorkflowExecutionCanceled"
+
+    def describe(self) -> str:
+        """Description."""
+        return "CancelWorkflowExecution"
+
+
+@dataclass
+class ContinueAsNewWorkflowExecution(Command):
+    """Close this run and start a fresh one with the same workflow id."""
+
+    workflow_type: str
+    task_queue: str
+    input: list[JsonDict]
+    run_timeout: float | None = None
+    task_timeout: float | None = None
+    event_type = "WorkflowExecutionContinuedAsNew"
+
+    def describe(self) -> str:
+        """Description."""
+        return f"ContinueAsNewWorkflowExecution({self.workflow_type})"
+
+
+CLOSING_COMMANDS = (
+    CompleteWorkflowExecution,
+    FailWorkflowExecution,
+    CancelWorkflowExecution,
+    ContinueAsNewWorkflowExecution,
+)

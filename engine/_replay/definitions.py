@@ -1,0 +1,103 @@
+"""Workflow and activity definitions: what the decorators collect from user code."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..exceptions import InvalidArgumentError
+
+_WF_ATTR = "__durable_workflow_definition__"
+_ACT_ATTR = "__durable_activity_definition__"
+
+
+@dataclass
+class HandlerDefinition:
+    """A signal, query or update handler of a workflow class."""
+
+    name: str | None  # None for a dynamic handler
+    fn: Callable[..., Any]
+    is_async: bool
+    kind: str  # "signal" | "query" | "update"
+    validator: Callable[..., Any] | None = None
+    arg_types: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class WorkflowDefinition:
+    """A class decorated with ``@workflow.defn``."""
+
+    name: str
+    cls: type
+    run_fn: Callable[..., Any]
+    signals: dict[str | None, HandlerDefinition]
+    queries: dict[str | None, HandlerDefinition]
+    updates: dict[str | None, HandlerDefinition]
+    init_takes_args: bool
+    arg_types: list[Any]
+    return_type: Any
+
+    @staticmethod
+    def of(cls_or_fn: Any) -> WorkflowDefinition:
+        """The definition of a decorated class (or of its run method)."""
+        defn = getattr(cls_or_fn, _WF_ATTR, None)
+        if isinstance(defn, WorkflowDefinition):
+            return defn
+        raise InvalidArgumentError(
+            f"{getattr(cls_or_fn, '__qualname__', cls_or_fn)!r} is not a workflow: decorate "
+            "the class with @workflow.defn and its entry method with @workflow.run"
+        )
+
+
+@dataclass
+class ActivityDefinition:
+    """A function decorated with ``@activity.defn``."""
+
+    name: str
+    fn: Callable[..., Any]
+    is_async: bool
+    arg_types: list[Any]
+    return_type: Any
+
+    @staticmethod
+    def of(fn: Any) -> ActivityDefinition:
+        """The definition of a decorated function."""
+        defn = getattr(fn, _ACT_ATTR, None)
+        if isinstance(defn, ActivityDefinition):
+            return defn
+        raise InvalidArgumentError(
+            f"{getattr(fn, '__qualname__', fn)!r} is not an activity: decorate it with "
+            "@activity.defn"
+        )
+
+
+def type_hints(fn: Callable[..., Any], *, skip_self: bool) -> tuple[list[Any], Any]:
+    """Parameter and return type hints, for decoding payloads into dataclasses."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        hints = {}
+    params = list(inspect.signature(fn).parameters.values())
+    if skip_self and params:
+        params = params[1:]
+    args = [
+        hints.get(p.name) for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    return args, hints.get("return")
+
+
+def set_workflow_definition(cls: type, defn: WorkflowDefinition) -> None:
+    """Attach a definition to its class and run method."""
+    setattr(cls, _WF_ATTR, defn)
+    try:
+        setattr(defn.run_fn, _WF_ATTR, defn)
+    except AttributeError:
+        pass
+
+
+def set_activity_definition(fn: Callable[..., Any], defn: ActivityDefinition) -> None:
+    """Attach a definition to its function."""
+    setattr(fn, _ACT_ATTR, defn)

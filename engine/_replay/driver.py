@@ -1,0 +1,260 @@
+"""Feeding history to a workflow instance: jobs per workflow task, and command matching.
+
+The :class:`HistoryDriver` walks events in order. Events that the workflow reacts to become
+jobs; each ``WorkflowTaskStarted`` that was completed in history is an activation replayed
+with ``is_replaying`` true, and the commands it produces are compared, in order, with the
+command events recorded after its ``WorkflowTaskCompleted``. A mismatch is a
+:class:`~engine.exceptions.NondeterminismError` naming the event, what was recorded, and
+what the code produced. The last ``WorkflowTaskStarted`` (the task being worked on now) is
+activated for real and its commands are returned.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..exceptions import NondeterminismError
+from . import commands as cmd
+from .events import HistoryEvent
+from .instance import PATCH_MARKER, Job, WorkflowInstance
+
+_ACTIVITY_RESOLUTIONS = {
+    "ActivityTaskCompleted",
+    "ActivityTaskFailed",
+    "ActivityTaskTimedOut",
+    "ActivityTaskCanceled",
+}
+
+
+class CacheMismatchError(Exception):
+    """A cached instance received events that do not continue its history: replay afresh."""
+
+
+class HistoryDriver:
+    """Drives one :class:`WorkflowInstance` through a history, possibly in increments."""
+
+    def __init__(self, instance: WorkflowInstance) -> None:
+        self.instance = instance
+        self.next_event_id = 1
+        self._jobs: list[Job] = []
+        self._unmatched: list[cmd.Command] = []
+        self._awaiting_completion = False
+        #: Called before each activation with (started event, replaying); for the stepper.
+        self.on_activation: Any = None
+
+    def apply(self, events: Sequence[HistoryEvent]) -> list[cmd.Command]:
+        """Apply events that continue the history; return commands of a final open task.
+
+        If the last event is a ``WorkflowTaskStarted`` (the task being worked on now), the
+        workflow is activated for real and its commands are returned. Otherwise an empty
+        list is returned (pure replay).
+        """
+        if events and events[0].event_id != self.next_event_id:
+            raise CacheMismatchError(
+                f"expected event {self.next_event_id}, got {events[0].event_id}"
+            )
+        produced: list[cmd.Command] = []
+        i = 0
+        n = len(events)
+        while i < n:
+            event = events[i]
+            self.next_event_id = event.event_id + 1
+            if self._awaiting_completion:
+                self._awaiting_completion = False
+                if event.event_type != "WorkflowTaskCompleted":
+                    raise CacheMismatchError(
+                        f"event {event.event_id} is {event.event_type}, not the completion of "
+                        "the task this instance worked on"
+                    )
+            kind = event.event_type
+            if kind == "WorkflowTaskStarted":
+                following = events[i + 1] if i + 1 < n else None
+                if following is None:
+                    produced = self._activate(event, replaying=False)
+                    self._unmatched = list(produced)
+                    self._awaiting_completion = True
+                elif following.event_type == "WorkflowTaskCompleted":
+                    self._unmatched = self._activate(
+                        event, replaying=True, upcoming=events[i + 2 :]
+                    )
+                # A failed or timed-out task leaves its jobs for the next one.
+            elif kind == "WorkflowTaskCompleted":
+                i = self._match(events, i + 1)
+                continue
+            else:
+                self._collect_job(event)
+            i += 1
+        return produced
+
+    # -- activation -----------------------------------------------------------------------
+
+    def _activate(
+        self,
+        started: HistoryEvent,
+        *,
+        replaying: bool,
+        upcoming: Sequence[HistoryEvent] = (),
+    ) -> list[cmd.Command]:
+        jobs, self._jobs = self._jobs, []
+        patches = set()
+        for event in upcoming:
+            if event.event_type not in cmd.COMMAND_EVENT_TYPES:
+                break
+            patch_id = _patch_id(event)
+            if patch_id is not None:
+                patches.add(patch_id)
+        attrs = started.attributes
+        if self.on_activation is not None:
+            self.on_activation(started, replaying)
+        return self.instance.activate(
+            jobs,
+            now=started.event_time,
+            replaying=replaying,
+            history_length=started.event_id,
+            history_size=int(attrs.get("historySizeBytes", 0) or 0),
+            suggest_continue_as_new=bool(attrs.get("suggestContinueAsNew", False)),
+            patches=patches,
+        )
+
+    def _collect_job(self, event: HistoryEvent) -> None:
+        kind = event.event_type
+        attrs = event.attributes
+        if kind == "WorkflowExecutionStarted":
+            self._jobs.append(Job("start", event))
+        elif kind in _ACTIVITY_RESOLUTIONS:
+            seq = self.instance.activity_seq(int(attrs.get("scheduledEventId", 0)))
+            if seq is not None:
+                self._jobs.append(Job("resolve_activity", event, seq))
+        elif kind == "TimerFired":
+            seq = self.instance.timer_seq(str(attrs.get("timerId", "")))
+            if seq is not None:
+                self._jobs.append(Job("fire_timer", event, seq))
+        elif kind == "WorkflowExecutionSignaled":
+            self._jobs.append(Job("signal", event))
+        elif kind == "WorkflowExecutionCancelRequested":
+            self._jobs.append(Job("cancel", event))
+        # Other events (task bookkeeping, starts of activities) need no job.
+
+    # -- matching -------------------------------------------------------------------------
+
+    def _match(self, events: Sequence[HistoryEvent], start: int) -> int:
+        """Match unmatched commands with the command events from ``start``; return the
+        index of the first event after them."""
+        commands = self._unmatched
+        self._unmatched = []
+        i = start
+        c = 0
+        while i < len(events) and events[i].event_type in cmd.COMMAND_EVENT_TYPES:
+            event = events[i]
+            self.next_event_id = event.event_id + 1
+            if c >= len(commands):
+                if _patch_id(event) is not None:
+                    i += 1  # a patch marker the code no longer asks about is fine
+                    continue
+                raise self._mismatch(event, None)
+            command = commands[c]
+            if not command.matches(event.event_type, event.attributes):
+                if _patch_id(event) is not None and not isinstance(command, cmd.RecordMarker):
+                    i += 1
+                    continue
+                raise self._mismatch(event, command)
+            self._recorded(command, event)
+            c += 1
+            i += 1
+        if c < len(commands):
+            # The code produced more commands than the task recorded.
+            extra = commands[c]
+            if isinstance(extra, cmd.RecordMarker) and extra.marker_name == PATCH_MARKER:
+                pass
+            else:
+                last = events[i - 1] if i > 0 else None
+                raise NondeterminismError(
+                    f"workflow code produced {extra.describe()} but the workflow task that "
+                    f"ended at event {last.event_id if last else '?'} recorded no such "
+                    "command. The code now does something the recorded run did not: was the "
+                    "workflow changed while this run was open? Use workflow.patched() for "
+                    "changes that add, remove or move commands.",
+                    event_id=last.event_id if last else None,
+                    recorded=None,
+                    produced=extra.describe(),
+                    workflow_id=self.instance.workflow_id,
+                    run_id=self.instance.run_id,
+                )
+        return i
+
+    def _recorded(self, command: cmd.Command, event: HistoryEvent) -> None:
+        if isinstance(command, cmd.ScheduleActivityTask):
+            self.instance.activity_scheduled(command.seq, event.event_id)
+
+    def _mismatch(self, event: HistoryEvent, command: cmd.Command | None) -> NondeterminismError:
+        recorded = describe_event(event)
+        if command is None:
+            produced = "nothing"
+            advice = (
+                "The code no longer produces this command at this point: was a step removed "
+                "or moved while this run was open?"
+            )
+        else:
+            produced = command.describe()
+            advice = (
+                "The code's steps differ from the ones recorded: was the workflow changed "
+                "while this run was open? Restore the old order, or guard the change with "
+                "workflow.patched()."
+            )
+        return NondeterminismError(
+            f"history event {event.event_id} recorded {recorded}, but the workflow code "
+            f"produced {produced}. {advice}",
+            event_id=event.event_id,
+            recorded=recorded,
+            produced=produced,
+            workflow_id=self.instance.workflow_id,
+            run_id=self.instance.run_id,
+        )
+
+
+def describe_event(event: HistoryEvent) -> str:
+    """A short description of a command event, in the words of the commands."""
+    a = event.attributes
+    kind = event.event_type
+    if kind == "ActivityTaskScheduled":
+        return (
+            f"ScheduleActivityTask({a.get('activityType', {}).get('name')}, "
+            f"activity id {a.get('activityId')})"
+        )
+    if kind == "TimerStarted":
+        return f"StartTimer(timer id {a.get('timerId')}, {a.get('startToFireTimeout')})"
+    if kind == "TimerCanceled":
+        return f"CancelTimer(timer id {a.get('timerId')})"
+    if kind == "MarkerRecorded":
+        return f"RecordMarker({a.get('markerName')})"
+    if kind == "ActivityTaskCancelRequested":
+        return f"RequestCancelActivityTask(scheduled event {a.get('scheduledEventId')})"
+    names = {
+        "WorkflowExecutionCompleted": "CompleteWorkflowExecution",
+        "WorkflowExecutionFailed": "FailWorkflowExecution",
+        "WorkflowExecutionCanceled": "CancelWorkflowExecution",
+        "WorkflowExecutionContinuedAsNew": "ContinueAsNewWorkflowExecution",
+    }
+    return names.get(kind, kind)
+
+
+def _patch_id(event: HistoryEvent) -> str | None:
+    if event.event_type != "MarkerRecorded":
+        return None
+    attrs = event.attributes
+    if attrs.get("markerName") != PATCH_MARKER:
+        return None
+    details = attrs.get("details") or {}
+    payloads = (details.get("patch_data") or details.get("patch-data") or {}).get("payloads")
+    if not payloads:
+        return None
+    import base64
+
+    try:
+        data = json.loads(base64.b64decode(payloads[0].get("data", "")))
+    except (ValueError, TypeError):
+        return None
+    value = data.get("id") if isinstance(data, dict) else None
+    return str(value) if value is not None else None

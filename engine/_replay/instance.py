@@ -1,0 +1,633 @@
+"""The deterministic event loop that runs one workflow run's code.
+
+A :class:`WorkflowInstance` is an ``asyncio`` event loop of its own: ``call_soon`` appends
+to a deque, ``call_later`` becomes a durable timer command, ``time()`` is the time of the
+current workflow task. One entry point, :meth:`WorkflowInstance.activate`, applies jobs
+(derived from history events) and runs the code until it is blocked, returning the commands
+it produced. No I/O happens here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextvars
+import logging
+import random as _random
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .. import workflow
+from ..common import ActivityCancellationType, RetryPolicy
+from ..converter import DataConverter
+from ..exceptions import (
+    ActivityError,
+    CancelledError,
+    FailureError,
+    InvalidArgumentError,
+    RetryState,
+    is_cancelled_exception,
+)
+from . import commands as cmd
+from .definitions import WorkflowDefinition
+from .events import HistoryEvent
+
+log = logging.getLogger("engine.workflow")
+JsonDict = dict[str, Any]
+
+PATCH_MARKER = "core_patch"
+
+
+class WorkflowTaskError(Exception):
+    """Workflow code raised something that is not a workflow failure: fail the task."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+
+
+@dataclass
+class Job:
+    """One thing that happened, to apply in an activation."""
+
+    kind: str  # start | resolve_activity | fire_timer | signal | cancel
+    event: HistoryEvent
+    seq: int = 0
+
+
+@dataclass
+class _PendingActivity:
+    seq: int
+    command: cmd.ScheduleActivityTask
+    result: asyncio.Future[Any]
+    cancellation_type: ActivityCancellationType
+    result_type: Any
+    scheduled_event_id: int | None = None
+    cancel_sent: bool = False
+
+
+class WorkflowInstance(asyncio.AbstractEventLoop, workflow._Runtime):
+    """One run's workflow object driven by activations. Not thread-safe: one at a time."""
+
+    def __init__(
+        self,
+        defn: WorkflowDefinition,
+        *,
+        namespace: str,
+        workflow_id: str,
+        run_id: str,
+        task_queue: str,
+        converter: DataConverter,
+    ) -> None:
+        self.defn = defn
+        self.namespace = namespace
+        self.workflow_id = workflow_id
+        self.run_id = run_id
+        self.task_queue = task_queue
+        self.converter = converter
+        self._ready: collections.deque[asyncio.Handle] = collections.deque()
+        self._now = 0.0
+        self._replaying = False
+        self._commands: list[cmd.Command] = []
+        self._activity_seq = 0
+        self._timer_seq = 0
+        self._activities: dict[int, _PendingActivity] = {}
+        self._activities_by_event: dict[int, int] = {}
+        self._timers: dict[int, asyncio.TimerHandle] = {}
+        self._timer_seq_of: dict[int, int] = {}  # id(handle) -> seq
+        self._conditions: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
+        self._handlers_running = 0
+        self._cancel_requested = False
+        self._main: asyncio.Task[Any] | None = None
+        self._object: Any = None
+        self._info: workflow.Info | None = None
+        self._rng = _random.Random(uuid.UUID(run_id).int if _is_uuid(run_id) else hash(run_id))
+        self._patches_seen: set[str] = set()
+        self._patches_memo: dict[str, bool] = {}
+        self._callback_error: BaseException | None = None
+        self._history_length = 0
+        self._history_size = 0
+        self._suggest_can = False
+        self.completed = False
+        self._closing: cmd.Command | None = None
+
+    # =================================================================================
+    # activation
+    # =================================================================================
+
+    def activate(
+        self,
+        jobs: Sequence[Job],
+        *,
+        now: float,
+        replaying: bool,
+        history_length: int,
+        history_size: int = 0,
+        suggest_continue_as_new: bool = False,
+        patches: set[str] | None = None,
+    ) -> list[cmd.Command]:
+        """Apply jobs, run the code until blocked, and return the commands it produced.
+
+        Raises :class:`WorkflowTaskError` when workflow code raised a non-failure exception.
+        """
+        self._now = now
+        self._replaying = replaying
+        self._history_length = history_length
+        self._history_size = history_size
+        self._suggest_can = suggest_continue_as_new
+        if patches:
+            self._patches_seen |= patches
+        self._commands = []
+        previous = asyncio.events._get_running_loop()
+        asyncio.events._set_running_loop(self)
+        try:
+            for job in jobs:
+                self._apply(job)
+            self._run_until_blocked()
+            self._check_main()
+        finally:
+            asyncio.events._set_running_loop(previous)
+        commands = self._commands
+        self._commands = []
+        return commands
+
+    def _apply(self, job: Job) -> None:
+        event = job.event
+        attrs = event.attributes
+        if job.kind == "start":
+            self._start(event)
+        elif job.kind == "fire_timer":
+            handle = self._timers.pop(job.seq, None)
+            if handle is not None and not handle.cancelled():
+                self._ready.append(handle)
+        elif job.kind == "resolve_activity":
+            self._resolve_activity(job.seq, event)
+        elif job.kind == "signal":
+            self._signal(attrs.get("signalName", ""), (attrs.get("input") or {}).get("payloads"))
+        elif job.kind == "cancel":
+            self._cancel_requested = True
+            if self._main is not None and not self._main.done():
+                self._main.cancel()
+        else:
+            raise InvalidArgumentError(f"unknown job {job.kind}")
+
+    def _start(self, event: HistoryEvent) -> None:
+        attrs = event.attributes
+        self._info = _info_from_start(self, attrs, event.event_time)
+        args = self.converter.from_payloads_json(
+            (attrs.get("input") or {}).get("payloads"), self.defn.arg_types
+        )
+        cls = self.defn.cls
+        if self.defn.init_takes_args:
+            self._object = cls(*args)
+        else:
+            self._object = cls()
+        run = getattr(self._object, self.defn.run_fn.__name__)
+        self._main = self.create_task(run(*args), name=f"workflow:{self.defn.name}")
+
+    def _run_until_blocked(self) -> None:
+        while True:
+            while self._ready:
+                handle = self._ready.popleft()
+                if not handle._cancelled:
+                    handle._run()
+                if self._callback_error is not None:
+                    err, self._callback_error = self._callback_error, None
+                    raise WorkflowTaskError(err)
+            if not self._check_conditions():
+                return
+
+    def _check_conditions(self) -> bool:
+        progressed = False
+        for entry in list(self._conditions):
+            fn, fut = entry
+            if fut.done():
+                self._conditions.remove(entry)
+                continue
+            try:
+                ok = fn()
+            except Exception as err:
+                raise WorkflowTaskError(err) from err
+            if ok:
+                self._conditions.remove(entry)
+                fut.set_result(None)
+                progressed = True
+        return progressed
+
+    def _check_main(self) -> None:
+        main = self._main
+        if main is None or not main.done() or self._closing is not None:
+            return
+        command: cmd.Command
+        if main.cancelled():
+            if not self._cancel_requested:
+                raise WorkflowTaskError(RuntimeError("workflow's main task was cancelled"))
+            command = cmd.CancelWorkflowExecution()
+        else:
+            exc = main.exception()
+            if exc is None:
+                result = main.result()
+                command = cmd.CompleteWorkflowExecution(self.converter.to_payloads_json([result]))
+            elif isinstance(exc, workflow.ContinueAsNewError):
+                command = self._continue_as_new_command(exc)
+            elif self._cancel_requested and is_cancelled_exception(exc):
+                command = cmd.CancelWorkflowExecution()
+            elif isinstance(exc, FailureError):
+                command = cmd.FailWorkflowExecution(self.converter.to_failure(exc))
+            else:
+                raise WorkflowTaskError(exc)
+        self._closing = command
+        self._commands.append(command)
+        self.completed = True
+
+    # =================================================================================
+    # the Runtime API used by engine.workflow
+    # =================================================================================
+
+    def info(self) -> workflow.Info:
+        """Information about this run."""
+        assert self._info is not None
+        return self._info
+
+    def now(self) -> datetime:
+        """Workflow time."""
+        return datetime.fromtimestamp(self._now, UTC)
+
+    def random(self) -> _random.Random:
+        """The run's deterministic random generator."""
+        return self._rng
+
+    def is_replaying(self) -> bool:
+        """Whether the current activation replays recorded history."""
+        return self._replaying
+
+    def history_length(self) -> int:
+        """Events so far."""
+        return self._history_length
+
+    def history_size(self) -> int:
+        """History bytes so far."""
+        return self._history_size
+
+    def continue_as_new_suggested(self) -> bool:
+        """Whether the service suggests continuing as new."""
+        return self._suggest_can
+
+    def all_handlers_finished(self) -> bool:
+        """No async signal/update handler is still running."""
+        return self._handlers_running == 0
+
+    async def wait_condition(self, fn: Callable[[], bool], timeout: float | None) -> None:
+        """Block until ``fn()`` holds."""
+        fut: asyncio.Future[None] = self.create_future()
+        self._conditions.append((fn, fut))
+        if timeout is None:
+            await fut
+        else:
+            await asyncio.wait_for(fut, timeout)
+
+    def patched(self, patch_id: str, deprecated: bool) -> bool:
+        """Versioning marker logic (see engine.workflow.patched)."""
+        if patch_id in self._patches_memo:
+            return self._patches_memo[patch_id]
+        use_new = (not self._replaying) or patch_id in self._patches_seen
+        if use_new:
+            data = self.converter.to_payloads_json([{"id": patch_id, "deprecated": deprecated}])
+            self._commands.append(
+                cmd.RecordMarker(PATCH_MARKER, {"patch_data": {"payloads": data}})
+            )
+        self._patches_memo[patch_id] = use_new
+        return use_new
+
+    def continue_as_new_error(self, args: Sequence[Any], options: dict[str, Any]) -> BaseException:
+        """Build the exception that unwinds the workflow into a continue-as-new."""
+        return workflow.ContinueAsNewError(args, options)
+
+    def _continue_as_new_command(
+        self, exc: workflow.ContinueAsNewError
+    ) -> cmd.ContinueAsNewWorkflowExecution:
+        opts = exc.options
+        target = opts.get("workflow")
+        wf_type = self.defn.name if target is None else workflow.definition_name(target)
+        return cmd.ContinueAsNewWorkflowExecution(
+            workflow_type=wf_type,
+            task_queue=opts.get("task_queue") or self.task_queue,
+            input=self.converter.to_payloads_json(exc.input_args),
+            run_timeout=opts.get("run_timeout"),
+            task_timeout=opts.get("task_timeout"),
+        )
+
+    # -- activities ---------------------------------------------------------------------
+
+    def start_activity(
+        self, activity: Any, args: Sequence[Any], options: dict[str, Any]
+    ) -> workflow.ActivityHandle[Any]:
+        """Emit ScheduleActivityTask and return a handle resolving with the result."""
+        name = workflow.activity_name(activity)
+        result_type = options.get("result_type")
+        if result_type is None and not isinstance(activity, str):
+            from .definitions import ActivityDefinition
+
+            result_type = ActivityDefinition.of(activity).return_type
+        self._activity_seq += 1
+        seq = self._activity_seq
+        policy: RetryPolicy = options.get("retry_policy") or RetryPolicy()
+        command = cmd.ScheduleActivityTask(
+            seq=seq,
+            activity_id=options.get("activity_id") or str(seq),
+            activity_type=name,
+            task_queue=options.get("task_queue") or self.task_queue,
+            input=self.converter.to_payloads_json(args),
+            schedule_to_close=options.get("schedule_to_close"),
+            schedule_to_start=options.get("schedule_to_start"),
+            start_to_close=options.get("start_to_close"),
+            heartbeat_timeout=options.get("heartbeat"),
+            retry_policy=policy.to_json(),
+        )
+        self._commands.append(command)
+        pending = _PendingActivity(
+            seq=seq,
+            command=command,
+            result=self.create_future(),
+            cancellation_type=options.get("cancellation_type")
+            or ActivityCancellationType.TRY_CANCEL,
+            result_type=result_type,
+        )
+        self._activities[seq] = pending
+        return workflow.ActivityHandle(self._await_activity(pending), loop=self)
+
+    async def _await_activity(self, pending: _PendingActivity) -> Any:
+        while True:
+            try:
+                return await asyncio.shield(pending.result)
+            except asyncio.CancelledError:
+                if pending.result.done():
+                    return pending.result.result()
+                self._cancel_activity(pending)
+                if pending.result.done():
+                    return pending.result.result()
+
+    def _cancel_activity(self, pending: _PendingActivity) -> None:
+        if pending.cancel_sent:
+            return
+        pending.cancel_sent = True
+        if pending.command in self._commands and pending.scheduled_event_id is None:
+            # Never sent: take the command back and report a cancelled activity.
+            self._commands.remove(pending.command)
+            self._activities.pop(pending.seq, None)
+            pending.result.set_exception(self._activity_cancelled_error(pending))
+            return
+        if pending.cancellation_type != ActivityCancellationType.ABANDON:
+            self._commands.append(
+                cmd.RequestCancelActivityTask(
+                    seq=pending.seq, scheduled_event_id=pending.scheduled_event_id or 0
+                )
+            )
+        if pending.cancellation_type != ActivityCancellationType.WAIT_CANCELLATION_COMPLETED:
+            pending.result.set_exception(self._activity_cancelled_error(pending))
+
+    def _activity_cancelled_error(self, pending: _PendingActivity) -> ActivityError:
+        err = ActivityError(
+            "Activity cancelled",
+            scheduled_event_id=pending.scheduled_event_id or 0,
+            started_event_id=0,
+            identity="",
+            activity_type=pending.command.activity_type,
+            activity_id=pending.command.activity_id,
+            retry_state=RetryState.CANCEL_REQUESTED,
+        )
+        err.__cause__ = CancelledError("Activity cancelled")
+        return err
+
+    def activity_scheduled(self, seq: int, scheduled_event_id: int) -> None:
+        """The ScheduleActivityTask command with ``seq`` was recorded as this event."""
+        pending = self._activities.get(seq)
+        if pending is not None:
+            pending.scheduled_event_id = scheduled_event_id
+        self._activities_by_event[scheduled_event_id] = seq
+
+    def activity_seq(self, scheduled_event_id: int) -> int | None:
+        """The activity seq recorded at ``scheduled_event_id``."""
+        return self._activities_by_event.get(scheduled_event_id)
+
+    def _resolve_activity(self, seq: int, event: HistoryEvent) -> None:
+        pending = self._activities.pop(seq, None)
+        if pending is None or pending.result.done():
+            return
+        attrs = event.attributes
+        if event.event_type == "ActivityTaskCompleted":
+            payloads = (attrs.get("result") or {}).get("payloads") or []
+            values = self.converter.from_payloads_json(payloads, [pending.result_type])
+            pending.result.set_result(values[0] if values else None)
+            return
+        if event.event_type == "ActivityTaskCanceled":
+            pending.scheduled_event_id = int(attrs.get("scheduledEventId", 0))
+            pending.result.set_exception(self._activity_cancelled_error(pending))
+            return
+        failure = attrs.get("failure") or {}
+        retry_state = attrs.get("retryState")
+        wrapper = {
+            "message": "Activity task failed"
+            if event.event_type == "ActivityTaskFailed"
+            else "Activity task timed out",
+            "cause": failure,
+            "activityFailureInfo": {
+                "scheduledEventId": str(attrs.get("scheduledEventId", "0")),
+                "startedEventId": str(attrs.get("startedEventId", "0")),
+                "identity": attrs.get("identity", ""),
+                "activityType": {"name": pending.command.activity_type},
+                "activityId": pending.command.activity_id,
+                "retryState": retry_state or "RETRY_STATE_UNSPECIFIED",
+            },
+        }
+        pending.result.set_exception(self.converter.from_failure(wrapper))
+
+    # -- timers -------------------------------------------------------------------------
+
+    def timer_seq(self, timer_id: str) -> int | None:
+        """The seq of a timer id, if that timer is pending."""
+        try:
+            seq = int(timer_id)
+        except ValueError:
+            return None
+        return seq if seq in self._timers else None
+
+    # -- signals ------------------------------------------------------------------------
+
+    def _signal(self, name: str, payloads: list[JsonDict] | None) -> None:
+        handler = self.defn.signals.get(name) or self.defn.signals.get(None)
+        if handler is None:
+            log.warning(
+                "workflow %s (%s) has no signal handler %r; the signal is dropped",
+                self.workflow_id,
+                self.defn.name,
+                name,
+            )
+            return
+        hints = handler.arg_types
+        if handler.name is None:
+            args = [name, *self.converter.from_payloads_json(payloads, None)]
+        else:
+            args = self.converter.from_payloads_json(payloads, hints)
+        bound = getattr(self._object, handler.fn.__name__)
+        if handler.is_async:
+            self._handlers_running += 1
+            task = self.create_task(bound(*args), name=f"signal:{name}")
+            task.add_done_callback(self._handler_done)
+        else:
+            try:
+                bound(*args)
+            except Exception as err:
+                raise WorkflowTaskError(err) from err
+
+    def _handler_done(self, task: asyncio.Task[Any]) -> None:
+        self._handlers_running -= 1
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            assert exc is not None
+            if isinstance(exc, FailureError) and self._main is not None:
+                # A failure raised in a handler fails the run, as in Temporal.
+                self._main.cancel()
+            self._callback_error = exc
+
+    # =================================================================================
+    # asyncio.AbstractEventLoop
+    # =================================================================================
+
+    def call_soon(  # type: ignore[override]
+        self, callback: Callable[..., Any], *args: Any, context: contextvars.Context | None = None
+    ) -> asyncio.Handle:
+        """Queue a callback for this activation."""
+        handle = asyncio.Handle(callback, args, self, context)
+        self._ready.append(handle)
+        return handle
+
+    def call_later(  # type: ignore[override]
+        self,
+        delay: float,
+        callback: Callable[..., Any],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
+        """A durable timer: emits StartTimer; the callback runs when TimerFired arrives."""
+        if delay <= 0:
+            # Zero-length waits do not create timers (changing to/from zero is unsafe).
+            handle0 = asyncio.TimerHandle(self._now, callback, args, self, context)
+            self._ready.append(handle0)
+            return handle0
+        self._timer_seq += 1
+        seq = self._timer_seq
+        handle = asyncio.TimerHandle(self._now + delay, callback, args, self, context)
+        handle._scheduled = True  # type: ignore[attr-defined]
+        self._timers[seq] = handle
+        self._timer_seq_of[id(handle)] = seq
+        self._commands.append(cmd.StartTimer(seq=seq, timer_id=str(seq), duration=delay))
+        return handle
+
+    def call_at(  # type: ignore[override]
+        self,
+        when: float,
+        callback: Callable[..., Any],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
+        """Like call_later, at a workflow time."""
+        return self.call_later(when - self._now, callback, *args, context=context)
+
+    def _timer_handle_cancelled(self, handle: asyncio.TimerHandle) -> None:
+        seq = self._timer_seq_of.pop(id(handle), None)
+        if seq is None or seq not in self._timers:
+            return
+        del self._timers[seq]
+        for command in self._commands:
+            if isinstance(command, cmd.StartTimer) and command.seq == seq:
+                self._commands.remove(command)  # never sent: just drop it
+                return
+        self._commands.append(cmd.CancelTimer(seq=seq, timer_id=str(seq)))
+
+    def time(self) -> float:
+        """Workflow time, epoch seconds."""
+        return self._now
+
+    def create_future(self) -> asyncio.Future[Any]:
+        """A future bound to this loop."""
+        return asyncio.Future(loop=self)
+
+    def create_task(
+        self, coro: Any, *, name: str | None = None, context: Any = None
+    ) -> asyncio.Task[Any]:  # type: ignore[override]
+        """A task bound to this loop."""
+        return asyncio.Task(coro, loop=self, name=name, context=context)
+
+    def get_debug(self) -> bool:
+        """Never in debug mode."""
+        return False
+
+    def is_running(self) -> bool:
+        """True: code only ever runs inside an activation."""
+        return True
+
+    def is_closed(self) -> bool:
+        """Never closed."""
+        return False
+
+    def call_exception_handler(self, context: dict[str, Any]) -> None:
+        """An exception escaped a callback: fail the workflow task with it."""
+        exc = context.get("exception")
+        if isinstance(exc, BaseException) and not isinstance(exc, asyncio.CancelledError):
+            self._callback_error = exc
+        elif "message" in context and exc is None:
+            log.debug("workflow loop: %s", context["message"])
+
+    def default_exception_handler(self, context: dict[str, Any]) -> None:
+        """See call_exception_handler."""
+        self.call_exception_handler(context)
+
+    def run_in_executor(self, executor: Any, func: Any, *args: Any) -> Any:  # type: ignore[override]
+        """Not allowed: workflow code must not do I/O. Use an activity."""
+        raise RuntimeError(
+            "workflow code cannot use run_in_executor (blocking I/O): do it in an activity"
+        )
+
+    def __repr__(self) -> str:
+        return f"<WorkflowInstance {self.defn.name} {self.workflow_id}/{self.run_id}>"
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _info_from_start(inst: WorkflowInstance, attrs: JsonDict, start_time: float) -> workflow.Info:
+    from ..common import duration_from_json
+
+    def dur(key: str) -> timedelta | None:
+        value = attrs.get(key)
+        if not value:
+            return None
+        parsed = duration_from_json(value)
+        return parsed if parsed.total_seconds() > 0 else None
+
+    return workflow.Info(
+        namespace=inst.namespace,
+        workflow_id=inst.workflow_id,
+        run_id=inst.run_id,
+        workflow_type=inst.defn.name,
+        task_queue=inst.task_queue,
+        attempt=int(attrs.get("attempt", 1)),
+        start_time=datetime.fromtimestamp(start_time, UTC),
+        first_execution_run_id=attrs.get("firstExecutionRunId", inst.run_id),
+        continued_run_id=attrs.get("continuedExecutionRunId"),
+        run_timeout=dur("workflowRunTimeout"),
+        execution_timeout=dur("workflowExecutionTimeout"),
+        task_timeout=dur("workflowTaskTimeout") or timedelta(seconds=10),
+        history_length=0,
+        history_size=0,
+        continue_as_new_suggested=False,
+    )

@@ -1,0 +1,1 @@
+"""The service side: state transitions, timers, retries. Never runs user code."""

@@ -1,0 +1,243 @@
+"""A run's mutable state inside one transaction: appends events, buffers, schedules tasks.
+
+Every service operation on a run loads a :class:`RunState` (which locks the run), records
+events through it, and calls :meth:`RunState.flush` before the transaction commits.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from .._store.schema import WFT_SCHEDULED, WFT_STARTED
+from .._store.tx import Row, StoreTx
+from ..common import WorkflowExecutionStatus, duration_to_json
+
+JsonDict = dict[str, Any]
+
+#: Temporal's limits on a history: warn, and terminate the run beyond them.
+HISTORY_WARN_EVENTS = 10_240
+HISTORY_WARN_BYTES = 10 * 1024 * 1024
+HISTORY_MAX_EVENTS = 51_200
+HISTORY_MAX_BYTES = 50 * 1024 * 1024
+#: When workflow.info().is_continue_as_new_suggested() turns true.
+SUGGEST_CAN_EVENTS = 4 * 1024
+SUGGEST_CAN_BYTES = 4 * 1024 * 1024
+
+# Workflow-task retry backoff after repeated failures (the run stays open meanwhile).
+WFT_RETRY_MAX_DELAY = 10.0
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON, as stored in the attributes column."""
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def task_queue_json(name: str) -> JsonDict:
+    """Temporal's taskQueue object."""
+    return {"name": name, "kind": "TASK_QUEUE_KIND_NORMAL"}
+
+
+def wft_channel(namespace: str, task_queue: str) -> str:
+    """Wake-up channel of a workflow task queue."""
+    return f"wft:{namespace}:{task_queue}"
+
+
+def activity_channel(namespace: str, task_queue: str) -> str:
+    """Wake-up channel of an activity task queue."""
+    return f"act:{namespace}:{task_queue}"
+
+
+def closed_channel(run_id: str) -> str:
+    """Wake-up channel notified when a run closes."""
+    return f"closed:{run_id}"
+
+
+TIMERS_CHANNEL = "timers"
+
+
+class RunState:
+    """A locked run being changed in the current transaction."""
+
+    def __init__(self, tx: StoreTx, row: Row, now: float) -> None:
+        self.tx = tx
+        self.row = row
+        self.now = now
+        self.run_id: str = row.run_id
+        self.namespace: str = row.namespace
+        self.workflow_id: str = row.workflow_id
+        self.task_queue: str = row.task_queue
+        self.status = WorkflowExecutionStatus(row.status)
+        self.next_event_id: int = row.next_event_id
+        self.history_size: int = row.history_size_bytes
+        self._events: list[tuple[int, float, str, str]] = []
+        self._changes: dict[str, Any] = {}
+        self._wft: Row | None = None
+        self._wft_loaded = False
+        self.wft_wanted = False
+        self.new_run_id: str | None = None
+
+    # -- events -----------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the run is still running."""
+        return self.status == WorkflowExecutionStatus.RUNNING
+
+    def add_event(self, event_type: str, attrs: JsonDict) -> int:
+        """Append an event to the history now; return its id."""
+        event_id = self.next_event_id
+        self.next_event_id += 1
+        text = dumps(attrs)
+        self.history_size += len(text)
+        self._events.append((event_id, self.now, event_type, text))
+        return event_id
+
+    def record(self, event_type: str, attrs: JsonDict) -> int | None:
+        """Record an event that the workflow must see in a new workflow task.
+
+        While a workflow task is running the event is buffered (written when that task
+        ends, so the worker's view of history never changes under it); otherwise it is
+        appended and a workflow task is scheduled. Returns the event id, or None if buffered.
+        """
+        wft = self.workflow_task()
+        if wft is not None and wft.state == WFT_STARTED:
+            self.tx.buffer_event(self.run_id, self.now, event_type, dumps(attrs))
+            return None
+        event_id = self.add_event(event_type, attrs)
+        self.wft_wanted = True
+        return event_id
+
+    # -- workflow task ----------------------------------------------------------------
+
+    def workflow_task(self) -> Row | None:
+        """The run's pending workflow task (cached for the transaction)."""
+        if not self._wft_loaded:
+            self._wft = self.tx.get_workflow_task(self.run_id)
+            self._wft_loaded = True
+        return self._wft
+
+    def forget_workflow_task(self) -> None:
+        """Delete the workflow task row and its timers."""
+        self.tx.delete_workflow_task(self.run_id)
+        self.tx.delete_timers(self.run_id, ("wft_timeout", "wft_retry"))
+        self._wft = None
+        self._wft_loaded = True
+
+    def schedule_workflow_task(self, *, attempt: int = 1, delay: float = 0.0) -> None:
+        """Schedule a workflow task unless one is pending. Attempts > 1 stay transient."""
+        if self.workflow_task() is not None or not self.is_open:
+            return
+        timeout = float(self.row.workflow_task_timeout)
+        scheduled_event_id: int | None = None
+        if attempt == 1:
+            scheduled_event_id = self.add_event(
+                "WorkflowTaskScheduled",
+                {
+                    "taskQueue": task_queue_json(self.task_queue),
+                    "startToCloseTimeout": duration_to_json(timeout),
+                    "attempt": 1,
+                },
+            )
+        visible_at = self.now + delay
+        self.tx.insert_workflow_task(
+            run_id=self.run_id,
+            namespace=self.namespace,
+            task_queue=self.task_queue,
+            state=WFT_SCHEDULED,
+            attempt=attempt,
+            scheduled_event_id=scheduled_event_id,
+            scheduled_time=self.now,
+            visible_at=visible_at,
+            start_to_close=timeout,
+        )
+        self._wft_loaded = False
+        if delay > 0:
+            self.tx.insert_timer(self.run_id, "wft_retry", 0, attempt, visible_at, None)
+            self.tx.wake(TIMERS_CHANNEL)
+        else:
+            self.tx.wake(wft_channel(self.namespace, self.task_queue))
+
+    def write_transient_wft_events(self, wft: Row) -> tuple[int, int]:
+        """Persist the Scheduled/Started events of a retried (transient) workflow task."""
+        scheduled = self.add_event(
+            "WorkflowTaskScheduled",
+            {
+                "taskQueue": task_queue_json(self.task_queue),
+                "startToCloseTimeout": duration_to_json(float(wft.start_to_close)),
+                "attempt": int(wft.attempt),
+            },
+        )
+        started = self.add_event(
+            "WorkflowTaskStarted",
+            {
+                "scheduledEventId": str(scheduled),
+                "identity": wft.identity or "",
+                "requestId": wft.request_id or "",
+                "historySizeBytes": str(self.history_size),
+            },
+        )
+        return scheduled, started
+
+    def flush_buffered(self) -> int:
+        """Write buffered events to history; return how many there were."""
+        rows = self.tx.take_buffered(self.run_id)
+        started_ids: dict[str, int] = {}
+        for row in rows:
+            attrs = json.loads(row.attributes)
+            if row.event_type == "ActivityTaskStarted":
+                # Ids are only known now: patch the close event that refers to this start.
+                event_id = self.next_event_id
+                started_ids[attrs["scheduledEventId"]] = event_id
+            elif row.event_type.startswith("ActivityTask") and "startedEventId" in attrs:
+                sched = attrs.get("scheduledEventId")
+                if sched in started_ids:
+                    attrs["startedEventId"] = str(started_ids[sched])
+            saved_now = self.now
+            self.now = float(row.event_time)
+            self.add_event(row.event_type, attrs)
+            self.now = saved_now
+        return len(rows)
+
+    # -- closing ----------------------------------------------------------------------
+
+    def close(self, status: WorkflowExecutionStatus, *, new_run_id: str | None = None) -> None:
+        """Mark the run closed and drop everything pending for it."""
+        self.status = status
+        self._changes.update(status=int(status), close_time=self.now)
+        if new_run_id is not None:
+            self._changes["new_run_id"] = new_run_id
+        self.new_run_id = new_run_id
+        self.tx.delete_workflow_task(self.run_id)
+        self._wft = None
+        self._wft_loaded = True
+        self.tx.delete_activity_tasks_of_run(self.run_id)
+        self.tx.delete_timers_of_run(self.run_id)
+        self.tx.take_buffered(self.run_id)
+        self.wft_wanted = False
+        self.tx.wake(closed_channel(self.run_id))
+
+    def set(self, **changes: Any) -> None:
+        """Queue column changes for the run row."""
+        self._changes.update(changes)
+
+    def flush(self) -> None:
+        """Write events and run changes; schedule a workflow task if one is wanted."""
+        if self.wft_wanted and self.is_open:
+            self.schedule_workflow_task()
+        self.wft_wanted = False
+        self.tx.insert_events(self.run_id, self._events)
+        self._events = []
+        self.tx.update_execution(
+            self.run_id,
+            next_event_id=self.next_event_id,
+            history_size_bytes=self.history_size,
+            **self._changes,
+        )
+        self._changes = {}
+
+
+def new_run_id() -> str:
+    """A fresh run id."""
+    return str(uuid.uuid4())

@@ -1,0 +1,116 @@
+"""Requests and replies exchanged between clients/workers and the service (plain data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._replay.events import HistoryEvent
+from ..common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+
+JsonDict = dict[str, Any]
+
+
+@dataclass
+class StartWorkflowRequest:
+    """Everything needed to start a run."""
+
+    namespace: str
+    workflow_id: str
+    workflow_type: str
+    task_queue: str
+    input: list[JsonDict]
+    id_reuse_policy: WorkflowIDReusePolicy = WorkflowIDReusePolicy.ALLOW_DUPLICATE
+    id_conflict_policy: WorkflowIDConflictPolicy = WorkflowIDConflictPolicy.FAIL
+    execution_timeout: float | None = None
+    run_timeout: float | None = None
+    task_timeout: float = 10.0
+    retry_policy: JsonDict | None = None
+    memo: JsonDict | None = None
+    identity: str = ""
+    request_id: str = ""
+    start_delay: float = 0.0
+    # Set for continue-as-new and retries: the run this one continues.
+    continued_from: str | None = None
+    first_run_id: str | None = None
+    attempt: int = 1
+    initiator: str | None = None
+    last_failure: JsonDict | None = None
+
+
+@dataclass
+class StartWorkflowResult:
+    """The run a start request resolved to."""
+
+    run_id: str
+    started: bool
+
+
+@dataclass
+class WorkflowTask:
+    """A claimed workflow task: the run, and the history the worker must apply."""
+
+    namespace: str
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    task_queue: str
+    attempt: int
+    scheduled_event_id: int
+    started_event_id: int
+    request_id: str
+    #: History from ``events[0].event_id`` (1 for a full history) to the started event.
+    events: list[HistoryEvent]
+    started_time: float
+
+
+@dataclass
+class ActivityTask:
+    """A claimed activity attempt."""
+
+    namespace: str
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    activity_id: str
+    activity_type: str
+    task_queue: str
+    scheduled_event_id: int
+    attempt: int
+    input: list[JsonDict]
+    scheduled_time: float
+    current_attempt_scheduled_time: float
+    started_time: float
+    schedule_to_close: float | None
+    start_to_close: float | None
+    heartbeat_timeout: float | None
+    heartbeat_details: list[JsonDict] = field(default_factory=list)
+    request_id: str = ""
+
+    @property
+    def token(self) -> tuple[str, int, int]:
+        """Identifies this attempt in completions and heartbeats."""
+        return (self.run_id, self.scheduled_event_id, self.attempt)
+
+
+@dataclass
+class Description:
+    """What describe() reads from the store."""
+
+    namespace: str
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    task_queue: str
+    status: int
+    start_time: float
+    close_time: float | None
+    history_length: int
+    history_size_bytes: int
+    first_run_id: str
+    new_run_id: str | None
+    parent_workflow_id: str | None
+    parent_run_id: str | None
+    pending_activities: list[JsonDict]
+    pending_workflow_task: JsonDict | None
+    pending_timers: list[JsonDict]

@@ -1,0 +1,1 @@
+"""The store: the only place with SQL (SQLAlchemy Core over SQLite or PostgreSQL)."""

@@ -1,0 +1,150 @@
+"""What differs between SQLite and PostgreSQL: URLs, engine set-up, wake-ups across processes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from ..exceptions import DatabaseURLError
+
+log = logging.getLogger("engine.store")
+
+DEFAULT_SQLITE_PATH = Path(".durable") / "durable.db"
+NOTIFY_CHANNEL = "dn_wakeups"
+
+
+def default_url() -> str:
+    """``DURABLE_DATABASE_URL`` when set, else the embedded ``./.durable/durable.db``."""
+    env = os.environ.get("DURABLE_DATABASE_URL", "").strip()
+    if env:
+        return env
+    return f"sqlite:///{DEFAULT_SQLITE_PATH}"
+
+
+def parse_url(url: str | None) -> URL:
+    """Validate a database URL and pick our driver; raise :class:`DatabaseURLError` if bad."""
+    text = default_url() if url is None else url
+    if not isinstance(text, str) or not text.strip():
+        raise DatabaseURLError(
+            "database URL is empty: pass a SQLAlchemy URL such as "
+            "'sqlite:///path/to/durable.db' or 'postgresql+psycopg://user@host/db'"
+        )
+    try:
+        parsed = make_url(text.strip())
+    except ArgumentError as err:
+        raise DatabaseURLError(
+            f"could not parse database URL {text!r}: expected 'sqlite:///path/to/file.db' or "
+            "'postgresql+psycopg://user:password@host:port/dbname'"
+        ) from err
+    backend = parsed.get_backend_name()
+    driver = parsed.get_driver_name()
+    if backend == "sqlite":
+        if driver not in ("pysqlite", ""):
+            raise DatabaseURLError(
+                f"SQLite driver {driver!r} in {text!r} is not supported: use 'sqlite:///...'"
+            )
+        return parsed.set(drivername="sqlite")
+    if backend in ("postgresql", "postgres"):
+        if driver not in ("psycopg", "", "psycopg2"):
+            raise DatabaseURLError(
+                f"PostgreSQL driver {driver!r} in {text!r} is not supported: use "
+                "'postgresql+psycopg://...' (psycopg 3)"
+            )
+        if not parsed.database:
+            raise DatabaseURLError(
+                f"PostgreSQL URL {text!r} names no database: add '/dbname' at the end"
+            )
+        return parsed.set(drivername="postgresql+psycopg")
+    raise DatabaseURLError(
+        f"unsupported database {backend!r} in URL {text!r}: durable-notebook stores histories "
+        "in SQLite ('sqlite:///file.db') or PostgreSQL ('postgresql+psycopg://...')"
+    )
+
+
+def create_engine(url: URL, *, fsync: bool) -> sa.Engine:
+    """An engine with our connection settings for the URL's dialect."""
+    if url.get_backend_name() == "sqlite":
+        return _sqlite_engine(url, fsync=fsync)
+    return sa.create_engine(
+        url, pool_size=8, max_overflow=8, pool_pre_ping=True, isolation_level="READ COMMITTED"
+    )
+
+
+def _sqlite_engine(url: URL, *, fsync: bool) -> sa.Engine:
+    database = url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        raise DatabaseURLError(
+            "an in-memory SQLite database cannot be shared by workers and clients: "
+            "give a file path, e.g. 'sqlite:///durable.db'"
+        )
+    path = Path(database)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise DatabaseURLError(
+            f"cannot create the directory for SQLite file {path}: {err}"
+        ) from err
+    engine = sa.create_engine(
+        url,
+        connect_args={"check_same_thread": False, "timeout": 30, "isolation_level": None},
+        pool_size=4,
+        max_overflow=4,
+    )
+    synchronous = "FULL" if fsync else "NORMAL"
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA synchronous={synchronous}")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA foreign_keys=OFF")
+        cur.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        # Take the write lock up front: no deadlock-prone upgrade from a read lock later.
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+class PostgresListener:
+    """A thread that LISTENs for wake-ups from other processes and forwards them locally."""
+
+    def __init__(self, url: URL, on_notify: Callable[[str], None]) -> None:
+        self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._on_notify = on_notify
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="durable-pg-listen", daemon=True)
+
+    def start(self) -> None:
+        """Start listening in the background."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop listening (returns within about a second)."""
+        self._stop.set()
+        self._thread.join(timeout=3)
+
+    def _run(self) -> None:
+        import psycopg
+
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self._conninfo, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    while not self._stop.is_set():
+                        for note in conn.notifies(timeout=0.5, stop_after=64):
+                            self._on_notify(note.payload)
+            except Exception as err:  # keep listening through restarts of the database
+                log.warning("PostgreSQL LISTEN connection lost (%s); reconnecting", err)
+                self._stop.wait(1.0)

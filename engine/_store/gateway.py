@@ -1,0 +1,134 @@
+"""The store gateway: opens the database, migrates it, and runs transactions off the loop.
+
+Each state change is one call to :meth:`Store.transaction` with a function of a
+:class:`~engine._store.tx.StoreTx`. SQLite work runs on one thread (one writer anyway);
+PostgreSQL work on a small pool. Database errors are translated here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from ..exceptions import DurableError, StoreError
+from .dialects import NOTIFY_CHANNEL, PostgresListener, create_engine, parse_url
+from .migrations import migrate
+from .notify import Notifier
+from .tx import StoreTx
+
+T = TypeVar("T")
+log = logging.getLogger("engine.store")
+
+_RETRYABLE_PG = {"40001", "40P01"}  # serialization failure, deadlock detected
+
+
+class Store:
+    """A migrated database plus the threads that talk to it. Share one per process and URL."""
+
+    def __init__(self, url: str | None = None, *, fsync: bool = False) -> None:
+        self.url = parse_url(url)
+        self.dialect = self.url.get_backend_name()
+        self.postgres = self.dialect == "postgresql"
+        self.display_url = self.url.render_as_string(hide_password=True)
+        self.engine = create_engine(self.url, fsync=fsync)
+        self.notifier = Notifier()
+        self._executor = ThreadPoolExecutor(
+            max_workers=6 if self.postgres else 1, thread_name_prefix="durable-store"
+        )
+        self._listener: PostgresListener | None = None
+        self._closed = False
+        self._users = 0
+        self._lock = threading.Lock()
+
+    def open(self) -> None:
+        """Connect and migrate (blocking). Raises clear errors for unreachable databases."""
+        try:
+            migrate(self.engine, url_for_errors=self.display_url)
+        except DurableError:
+            self.engine.dispose()
+            raise
+        except DBAPIError as err:
+            self.engine.dispose()
+            raise StoreError(
+                f"cannot open the database {self.display_url}: {err.orig}. Check that the "
+                "server is running and the URL (host, port, user, database) is right."
+            ) from err
+        if self.postgres:
+            self._listener = PostgresListener(self.url, self.notifier.notify)
+            self._listener.start()
+
+    async def transaction(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(tx, *args)`` in one database transaction on the store's thread(s)."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._run, fn, args)
+
+    def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(tx, *args)`` in a transaction on the calling thread (for tools and tests)."""
+        return self._run(fn, args)
+
+    def _run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        for attempt in range(1, 6):
+            try:
+                with self.engine.begin() as conn:
+                    tx = StoreTx(conn, postgres=self.postgres)
+                    result = fn(tx, *args)
+                    if self.postgres and tx.wakeups:
+                        for channel in tx.wakeups:
+                            conn.execute(
+                                sa.text("SELECT pg_notify(:c, :p)"),
+                                {"c": NOTIFY_CHANNEL, "p": channel},
+                            )
+                self.notifier.notify_many(tx.wakeups)
+                return result
+            except OperationalError as err:
+                code = getattr(err.orig, "sqlstate", None)
+                if code in _RETRYABLE_PG and attempt < 5:
+                    log.debug("retrying transaction after %s", code)
+                    continue
+                raise StoreError(f"database error on {self.display_url}: {err.orig}") from err
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        """Stop the threads and close connections."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._listener is not None:
+            self._listener.stop()
+        self._executor.shutdown(wait=True)
+        self.engine.dispose()
+
+
+_registry: dict[tuple[str, bool], Store] = {}
+_registry_lock = threading.Lock()
+
+
+def shared_store(url: str | None, *, fsync: bool = False) -> Store:
+    """One :class:`Store` per URL in this process, so clients and workers share wake-ups."""
+    parsed = parse_url(url)
+    key = (parsed.render_as_string(hide_password=False), fsync)
+    with _registry_lock:
+        store = _registry.get(key)
+        if store is None or store._closed:
+            store = Store(key[0], fsync=fsync)
+            store.open()
+            _registry[key] = store
+        return store
+
+
+def forget_store(store: Store) -> None:
+    """Drop a store from the shared registry and close it."""
+    with _registry_lock:
+        for key, value in list(_registry.items()):
+            if value is store:
+                del _registry[key]
+    store.close()

@@ -1,0 +1,217 @@
+"""Numbered, hand-written schema migrations and the version table that records them.
+
+Each migration is a list of DDL statements, written out in full (never generated from the
+live metadata) so that a release's schema is fixed once shipped. ``{double}`` and
+``{serial}`` stand for the dialect's spelling of a double column and an auto-numbered key.
+A test runs the migrations on an empty database and compares the result with ``schema.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from ..exceptions import SchemaVersionError
+from .schema import SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One numbered step from version ``version - 1`` to ``version``."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+_V1 = (
+    """CREATE TABLE dn_schema_versions (
+        version INTEGER NOT NULL,
+        description TEXT NOT NULL,
+        applied_at {double} NOT NULL,
+        PRIMARY KEY (version)
+)""",
+    """CREATE TABLE dn_namespaces (
+        name VARCHAR(255) NOT NULL,
+        retention_seconds {double} NOT NULL,
+        created_at {double} NOT NULL,
+        PRIMARY KEY (name)
+)""",
+    """CREATE TABLE dn_executions (
+        run_id VARCHAR(64) NOT NULL,
+        namespace VARCHAR(255) NOT NULL,
+        workflow_id TEXT NOT NULL,
+        workflow_type TEXT NOT NULL,
+        task_queue TEXT NOT NULL,
+        status SMALLINT NOT NULL,
+        start_time {double} NOT NULL,
+        close_time {double},
+        first_run_id VARCHAR(64) NOT NULL,
+        parent_workflow_id TEXT,
+        parent_run_id VARCHAR(64),
+        next_event_id INTEGER NOT NULL,
+        history_size_bytes BIGINT NOT NULL,
+        workflow_task_timeout {double} NOT NULL,
+        run_timeout {double},
+        execution_timeout {double},
+        new_run_id VARCHAR(64),
+        request_id VARCHAR(64),
+        PRIMARY KEY (run_id)
+)""",
+    "CREATE UNIQUE INDEX dn_executions_open_workflow_id ON dn_executions (namespace, workflow_id) WHERE status = 1",
+    "CREATE INDEX dn_executions_by_workflow_id ON dn_executions (namespace, workflow_id, start_time)",
+    """CREATE TABLE dn_history_events (
+        run_id VARCHAR(64) NOT NULL,
+        event_id INTEGER NOT NULL,
+        event_time {double} NOT NULL,
+        event_type VARCHAR(64) NOT NULL,
+        attributes TEXT NOT NULL,
+        PRIMARY KEY (run_id, event_id)
+)""",
+    """CREATE TABLE dn_buffered_events (
+        id {serial} NOT NULL,
+        run_id VARCHAR(64) NOT NULL,
+        event_time {double} NOT NULL,
+        event_type VARCHAR(64) NOT NULL,
+        attributes TEXT NOT NULL,
+        PRIMARY KEY (id)
+)""",
+    "CREATE INDEX dn_buffered_events_run ON dn_buffered_events (run_id, id)",
+    """CREATE TABLE dn_workflow_tasks (
+        run_id VARCHAR(64) NOT NULL,
+        namespace VARCHAR(255) NOT NULL,
+        task_queue TEXT NOT NULL,
+        state SMALLINT NOT NULL,
+        attempt INTEGER NOT NULL,
+        scheduled_event_id INTEGER,
+        scheduled_time {double} NOT NULL,
+        visible_at {double} NOT NULL,
+        started_event_id INTEGER,
+        started_time {double},
+        identity TEXT,
+        request_id VARCHAR(64),
+        start_to_close {double} NOT NULL,
+        PRIMARY KEY (run_id)
+)""",
+    "CREATE INDEX dn_workflow_tasks_poll ON dn_workflow_tasks (namespace, task_queue, state, visible_at)",
+    """CREATE TABLE dn_activity_tasks (
+        run_id VARCHAR(64) NOT NULL,
+        scheduled_event_id INTEGER NOT NULL,
+        namespace VARCHAR(255) NOT NULL,
+        workflow_id TEXT NOT NULL,
+        workflow_type TEXT NOT NULL,
+        activity_id TEXT NOT NULL,
+        activity_type TEXT NOT NULL,
+        task_queue TEXT NOT NULL,
+        input TEXT NOT NULL,
+        state SMALLINT NOT NULL,
+        attempt INTEGER NOT NULL,
+        visible_at {double} NOT NULL,
+        scheduled_time {double} NOT NULL,
+        attempt_scheduled_time {double} NOT NULL,
+        started_time {double},
+        identity TEXT,
+        request_id VARCHAR(64),
+        schedule_to_close {double},
+        schedule_to_start {double},
+        start_to_close {double},
+        heartbeat_timeout {double},
+        retry_policy TEXT NOT NULL,
+        heartbeat_details TEXT,
+        last_heartbeat_time {double},
+        last_failure TEXT,
+        cancel_requested BOOLEAN NOT NULL,
+        PRIMARY KEY (run_id, scheduled_event_id)
+)""",
+    "CREATE INDEX dn_activity_tasks_poll ON dn_activity_tasks (namespace, task_queue, state, visible_at)",
+    """CREATE TABLE dn_timers (
+        id {serial} NOT NULL,
+        run_id VARCHAR(64) NOT NULL,
+        kind VARCHAR(32) NOT NULL,
+        ref INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        fire_at {double} NOT NULL,
+        data TEXT,
+        PRIMARY KEY (id)
+)""",
+    "CREATE INDEX dn_timers_due ON dn_timers (fire_at)",
+    "CREATE INDEX dn_timers_run ON dn_timers (run_id, kind, ref)",
+    """CREATE TABLE dn_activity_attempts (
+        run_id VARCHAR(64) NOT NULL,
+        scheduled_event_id INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        activity_id TEXT NOT NULL,
+        activity_type TEXT NOT NULL,
+        identity TEXT,
+        scheduled_time {double} NOT NULL,
+        started_time {double} NOT NULL,
+        ended_time {double},
+        outcome VARCHAR(16) NOT NULL,
+        failure TEXT,
+        PRIMARY KEY (run_id, scheduled_event_id, attempt)
+)""",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial schema: executions, history, task queues, timers, attempts", _V1),
+)
+
+_SPELLING = {
+    "sqlite": {"double": "DOUBLE", "serial": "INTEGER"},
+    "postgresql": {"double": "DOUBLE PRECISION", "serial": "SERIAL"},
+}
+
+
+def _render(statement: str, dialect: str) -> str:
+    return statement.format(**_SPELLING[dialect])
+
+
+def current_version(conn: sa.Connection) -> int:
+    """The highest migration applied to this database, 0 for an empty one."""
+    if not sa.inspect(conn).has_table("dn_schema_versions"):
+        return 0
+    value = conn.execute(sa.text("SELECT MAX(version) FROM dn_schema_versions")).scalar()
+    return int(value or 0)
+
+
+def migrate(engine: sa.Engine, *, url_for_errors: str = "") -> int:
+    """Bring the database up to :data:`SCHEMA_VERSION`; return the version it was at.
+
+    Each migration runs in its own transaction together with its version row, so a crash
+    leaves the database at a numbered version, never in between. A database written by a
+    newer engine is refused rather than touched.
+    """
+    dialect = engine.dialect.name
+    if dialect not in _SPELLING:
+        raise SchemaVersionError(f"unsupported database dialect {dialect!r}")
+    with engine.begin() as conn:
+        found = current_version(conn)
+    if found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"the database {url_for_errors or ''} has schema version {found}, but this "
+            f"durable-notebook understands versions up to {SCHEMA_VERSION}: it was written by "
+            "a newer release. Upgrade durable-notebook (pip install -U durable-notebook) or "
+            "point DURABLE_DATABASE_URL at another database."
+        )
+    for migration in MIGRATIONS:
+        if migration.version <= found:
+            continue
+        with engine.begin() as conn:
+            if dialect == "postgresql":
+                # Two processes migrating at once: the second waits, then sees the row.
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(4242001)"))
+            # SQLite transactions here are BEGIN IMMEDIATE, so this re-check is serialised.
+            if current_version(conn) >= migration.version:
+                continue
+            for statement in migration.statements:
+                conn.execute(sa.text(_render(statement, dialect)))
+            conn.execute(
+                sa.text(
+                    "INSERT INTO dn_schema_versions (version, description, applied_at) "
+                    "VALUES (:v, :d, :t)"
+                ),
+                {"v": migration.version, "d": migration.description, "t": time.time()},
+            )
+    return found

@@ -1,0 +1,195 @@
+"""The declared schema: every table the engine uses, as SQLAlchemy Core metadata.
+
+Migrations (``migrations.py``) are written by hand; a test checks that running them on an
+empty database yields exactly this schema. Times are epoch seconds (UTC) as doubles.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+#: The schema version this code writes and understands.
+SCHEMA_VERSION = 1
+
+schema_versions = sa.Table(
+    "dn_schema_versions",
+    metadata,
+    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("applied_at", sa.Double, nullable=False),
+)
+
+namespaces = sa.Table(
+    "dn_namespaces",
+    metadata,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("retention_seconds", sa.Double, nullable=False),
+    sa.Column("created_at", sa.Double, nullable=False),
+)
+
+# One row per run, open or closed. At most one open run per (namespace, workflow_id).
+executions = sa.Table(
+    "dn_executions",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("namespace", sa.String(255), nullable=False),
+    sa.Column("workflow_id", sa.Text, nullable=False),
+    sa.Column("workflow_type", sa.Text, nullable=False),
+    sa.Column("task_queue", sa.Text, nullable=False),
+    sa.Column("status", sa.SmallInteger, nullable=False),
+    sa.Column("start_time", sa.Double, nullable=False),
+    sa.Column("close_time", sa.Double, nullable=True),
+    sa.Column("first_run_id", sa.String(64), nullable=False),
+    sa.Column("parent_workflow_id", sa.Text, nullable=True),
+    sa.Column("parent_run_id", sa.String(64), nullable=True),
+    sa.Column("next_event_id", sa.Integer, nullable=False),
+    sa.Column("history_size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("workflow_task_timeout", sa.Double, nullable=False),
+    sa.Column("run_timeout", sa.Double, nullable=True),
+    sa.Column("execution_timeout", sa.Double, nullable=True),
+    sa.Column("new_run_id", sa.String(64), nullable=True),
+    sa.Column("request_id", sa.String(64), nullable=True),
+)
+sa.Index(
+    "dn_executions_open_workflow_id",
+    executions.c.namespace,
+    executions.c.workflow_id,
+    unique=True,
+    sqlite_where=executions.c.status == 1,
+    postgresql_where=executions.c.status == 1,
+)
+sa.Index(
+    "dn_executions_by_workflow_id",
+    executions.c.namespace,
+    executions.c.workflow_id,
+    executions.c.start_time,
+)
+
+# The event history: attributes are Temporal's JSON attribute object for the event type.
+history_events = sa.Table(
+    "dn_history_events",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("event_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("event_time", sa.Double, nullable=False),
+    sa.Column("event_type", sa.String(64), nullable=False),
+    sa.Column("attributes", sa.Text, nullable=False),
+)
+
+# Events that arrived while a workflow task was running: written to history when it ends.
+buffered_events = sa.Table(
+    "dn_buffered_events",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), nullable=False),
+    sa.Column("event_time", sa.Double, nullable=False),
+    sa.Column("event_type", sa.String(64), nullable=False),
+    sa.Column("attributes", sa.Text, nullable=False),
+)
+sa.Index("dn_buffered_events_run", buffered_events.c.run_id, buffered_events.c.id)
+
+# The (at most one) pending workflow task of each open run.
+workflow_tasks = sa.Table(
+    "dn_workflow_tasks",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("namespace", sa.String(255), nullable=False),
+    sa.Column("task_queue", sa.Text, nullable=False),
+    sa.Column("state", sa.SmallInteger, nullable=False),  # 1 scheduled, 2 started
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("scheduled_event_id", sa.Integer, nullable=True),  # None while transient
+    sa.Column("scheduled_time", sa.Double, nullable=False),
+    sa.Column("visible_at", sa.Double, nullable=False),
+    sa.Column("started_event_id", sa.Integer, nullable=True),
+    sa.Column("started_time", sa.Double, nullable=True),
+    sa.Column("identity", sa.Text, nullable=True),
+    sa.Column("request_id", sa.String(64), nullable=True),
+    sa.Column("start_to_close", sa.Double, nullable=False),
+)
+sa.Index(
+    "dn_workflow_tasks_poll",
+    workflow_tasks.c.namespace,
+    workflow_tasks.c.task_queue,
+    workflow_tasks.c.state,
+    workflow_tasks.c.visible_at,
+)
+
+# Pending activities of open runs (Temporal's "pending activity info").
+activity_tasks = sa.Table(
+    "dn_activity_tasks",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("scheduled_event_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("namespace", sa.String(255), nullable=False),
+    sa.Column("workflow_id", sa.Text, nullable=False),
+    sa.Column("workflow_type", sa.Text, nullable=False),
+    sa.Column("activity_id", sa.Text, nullable=False),
+    sa.Column("activity_type", sa.Text, nullable=False),
+    sa.Column("task_queue", sa.Text, nullable=False),
+    sa.Column("input", sa.Text, nullable=False),
+    sa.Column("state", sa.SmallInteger, nullable=False),  # 1 scheduled, 2 started, 3 backoff
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("visible_at", sa.Double, nullable=False),
+    sa.Column("scheduled_time", sa.Double, nullable=False),
+    sa.Column("attempt_scheduled_time", sa.Double, nullable=False),
+    sa.Column("started_time", sa.Double, nullable=True),
+    sa.Column("identity", sa.Text, nullable=True),
+    sa.Column("request_id", sa.String(64), nullable=True),
+    sa.Column("schedule_to_close", sa.Double, nullable=True),
+    sa.Column("schedule_to_start", sa.Double, nullable=True),
+    sa.Column("start_to_close", sa.Double, nullable=True),
+    sa.Column("heartbeat_timeout", sa.Double, nullable=True),
+    sa.Column("retry_policy", sa.Text, nullable=False),
+    sa.Column("heartbeat_details", sa.Text, nullable=True),
+    sa.Column("last_heartbeat_time", sa.Double, nullable=True),
+    sa.Column("last_failure", sa.Text, nullable=True),
+    sa.Column("cancel_requested", sa.Boolean, nullable=False),
+)
+sa.Index(
+    "dn_activity_tasks_poll",
+    activity_tasks.c.namespace,
+    activity_tasks.c.task_queue,
+    activity_tasks.c.state,
+    activity_tasks.c.visible_at,
+)
+
+# Durable timers of every kind: user timers, timeouts, retry backoffs.
+timers = sa.Table(
+    "dn_timers",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("ref", sa.Integer, nullable=False),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("fire_at", sa.Double, nullable=False),
+    sa.Column("data", sa.Text, nullable=True),
+)
+sa.Index("dn_timers_due", timers.c.fire_at)
+sa.Index("dn_timers_run", timers.c.run_id, timers.c.kind, timers.c.ref)
+
+# Every activity attempt, kept after the activity closes, so retries can be drawn.
+activity_attempts = sa.Table(
+    "dn_activity_attempts",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("scheduled_event_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("attempt", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("activity_id", sa.Text, nullable=False),
+    sa.Column("activity_type", sa.Text, nullable=False),
+    sa.Column("identity", sa.Text, nullable=True),
+    sa.Column("scheduled_time", sa.Double, nullable=False),
+    sa.Column("started_time", sa.Double, nullable=False),
+    sa.Column("ended_time", sa.Double, nullable=True),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("failure", sa.Text, nullable=True),
+)
+
+# Constants shared by the store and the service.
+WFT_SCHEDULED = 1
+WFT_STARTED = 2
+ACT_SCHEDULED = 1
+ACT_STARTED = 2
+ACT_BACKOFF = 3

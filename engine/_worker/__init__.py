@@ -1,0 +1,1 @@
+"""The worker side: polls task queues and runs workflow and activity code."""

@@ -1,0 +1,303 @@
+"""Polling an activity task queue and running activity attempts.
+
+``async def`` activities run as tasks on the worker's loop; plain functions run in a thread
+pool. Heartbeats are throttled; a heartbeat's reply is how a cancellation request (or the
+news that the attempt is no longer current) reaches the activity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import logging
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .. import activity as activity_api
+from .._replay.definitions import ActivityDefinition
+from .._service.activities import ActivityNotFoundError
+from .._service.service import Service
+from .._service.state import activity_channel
+from .._service.types import ActivityTask
+from ..converter import DataConverter
+from ..exceptions import ApplicationError, CancelledError, StoreError
+from .metrics import WorkerMetrics
+
+log = logging.getLogger("engine.worker")
+
+DEFAULT_HEARTBEAT_THROTTLE = 30.0
+
+
+def _dt(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+def _td(seconds: float | None) -> timedelta | None:
+    return None if not seconds else timedelta(seconds=seconds)
+
+
+class _Running:
+    """One attempt in progress: its heartbeat state and how to cancel it."""
+
+    def __init__(
+        self, runner: ActivityRunner, task: ActivityTask, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self.runner = runner
+        self.task = task
+        self.loop = loop
+        self.cancel_requested = False
+        self.async_task: asyncio.Task[Any] | None = None
+        self.pending_details: Sequence[Any] | None = None
+        self.last_sent = 0.0
+        self.flush_scheduled = False
+        timeout = task.heartbeat_timeout
+        self.throttle = (
+            min(timeout * 0.8, DEFAULT_HEARTBEAT_THROTTLE)
+            if timeout
+            else DEFAULT_HEARTBEAT_THROTTLE
+        )
+
+    # called from activity code (any thread)
+    def heartbeat(self, details: Sequence[Any]) -> None:
+        if self.cancel_requested and self.async_task is None:
+            # A thread-pool activity learns of cancellation by its next heartbeat raising.
+            raise CancelledError("Activity cancelled")
+        self.pending_details = details
+        if threading_is_loop_thread(self.loop):
+            self._schedule()
+        else:
+            self.loop.call_soon_threadsafe(self._schedule)
+
+    def _schedule(self) -> None:
+        if self.flush_scheduled:
+            return
+        wait = self.last_sent + self.throttle - time.monotonic()
+        self.flush_scheduled = True
+        if wait <= 0:
+            self.loop.create_task(self._send())
+        else:
+            self.loop.call_later(wait, lambda: self.loop.create_task(self._send()))
+
+    async def _send(self) -> None:
+        self.flush_scheduled = False
+        details = self.pending_details
+        self.pending_details = None
+        self.last_sent = time.monotonic()
+        payloads = (
+            None if details is None else self.runner.converter.to_payloads_json(list(details))
+        )
+        try:
+            cancel = await self.runner.service.heartbeat_activity(self.task, payloads)
+        except ActivityNotFoundError:
+            cancel = True  # timed out or the run closed: stop the attempt
+        except StoreError as err:
+            log.warning("heartbeat failed: %s", err)
+            return
+        if cancel:
+            self.request_cancel()
+
+    def request_cancel(self) -> None:
+        if self.cancel_requested:
+            return
+        self.cancel_requested = True
+        if self.async_task is not None and not self.async_task.done():
+            self.async_task.cancel()
+
+
+def threading_is_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether the caller runs on ``loop``'s thread."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+class ActivityRunner:
+    """The activity half of a worker."""
+
+    def __init__(
+        self,
+        service: Service,
+        *,
+        namespace: str,
+        task_queue: str,
+        definitions: dict[str, ActivityDefinition],
+        converter: DataConverter,
+        identity: str,
+        max_concurrent: int,
+        poll_interval: float,
+        metrics: WorkerMetrics,
+        executor: ThreadPoolExecutor | None = None,
+    ) -> None:
+        self.service = service
+        self.namespace = namespace
+        self.task_queue = task_queue
+        self.definitions = definitions
+        self.converter = converter
+        self.identity = identity
+        self.max_concurrent = max_concurrent
+        self.poll_interval = poll_interval
+        self.metrics = metrics
+        metrics.activity_slots_total = max_concurrent
+        self._free = max_concurrent
+        self._free_changed = asyncio.Event()
+        self._pool = executor or ThreadPoolExecutor(
+            max_workers=max_concurrent, thread_name_prefix="durable-activity"
+        )
+        self._running: dict[tuple[str, int, int], _Running] = {}
+        self._jobs: set[asyncio.Task[None]] = set()
+        self._stopping = False
+
+    async def run(self) -> None:
+        """Poll until :meth:`stop`."""
+        channel = activity_channel(self.namespace, self.task_queue)
+        notifier = self.service.store.notifier
+        while not self._stopping:
+            if self._free <= 0:
+                self._free_changed.clear()
+                await self._free_changed.wait()
+                continue
+            generation = notifier.generation(channel)
+            try:
+                self.metrics.activity_polls += 1
+                tasks = await self.service.poll_activity_tasks(
+                    self.namespace, self.task_queue, self.identity, self._free
+                )
+            except StoreError as err:
+                log.warning("polling activity tasks failed (%s); retrying", err)
+                await asyncio.sleep(1.0)
+                continue
+            if not tasks:
+                await notifier.wait(channel, self.poll_interval, since=generation)
+                continue
+            for task in tasks:
+                self.start(task)
+
+    def start(self, task: ActivityTask) -> None:
+        """Run a claimed attempt."""
+        self._free -= 1
+        self.metrics.activity_slots_used += 1
+        self.metrics.record_schedule_to_start(
+            max(0.0, (task.started_time - task.current_attempt_scheduled_time) * 1000.0)
+        )
+        job = asyncio.get_running_loop().create_task(self._run(task))
+        self._jobs.add(job)
+        job.add_done_callback(self._done)
+
+    def _done(self, job: asyncio.Task[None]) -> None:
+        self._jobs.discard(job)
+        self._free += 1
+        self.metrics.activity_slots_used -= 1
+        self._free_changed.set()
+        if not job.cancelled() and job.exception() is not None:
+            log.error("activity handler crashed", exc_info=job.exception())
+
+    async def stop(self, grace: float = 0.0) -> None:
+        """Stop polling; cancel running attempts after ``grace`` seconds; wait for them."""
+        self._stopping = True
+        self._free_changed.set()
+        if self._jobs and grace > 0:
+            await asyncio.wait(list(self._jobs), timeout=grace)
+        for running in list(self._running.values()):
+            running.request_cancel()
+        if self._jobs:
+            await asyncio.wait(list(self._jobs), timeout=5.0)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _run(self, task: ActivityTask) -> None:
+        loop = asyncio.get_running_loop()
+        defn = self.definitions.get(task.activity_type)
+        if defn is None:
+            known = ", ".join(sorted(self.definitions)) or "none"
+            err = ApplicationError(
+                f"activity type {task.activity_type!r} is not registered on this worker "
+                f"(task queue {self.task_queue!r}); it has: {known}",
+                type="NotFoundError",
+            )
+            await self._report(
+                task, self.service.fail_activity(task, self.converter.to_failure(err))
+            )
+            return
+        running = _Running(self, task, loop)
+        self._running[task.token] = running
+        try:
+            outcome = await self._execute(defn, task, running)
+        finally:
+            self._running.pop(task.token, None)
+        await self._report(task, outcome)
+
+    async def _execute(
+        self, defn: ActivityDefinition, task: ActivityTask, running: _Running
+    ) -> Any:
+        try:
+            args = self.converter.from_payloads_json(task.input, defn.arg_types)
+            details = self.converter.from_payloads_json(task.heartbeat_details)
+        except Exception as err:
+            return self.service.fail_activity(task, self.converter.to_failure(err))
+        info = activity_api.Info(
+            activity_id=task.activity_id,
+            activity_type=task.activity_type,
+            attempt=task.attempt,
+            task_queue=task.task_queue,
+            workflow_id=task.workflow_id,
+            workflow_run_id=task.run_id,
+            workflow_type=task.workflow_type,
+            workflow_namespace=task.namespace,
+            scheduled_time=_dt(task.scheduled_time),
+            current_attempt_scheduled_time=_dt(task.current_attempt_scheduled_time),
+            started_time=_dt(task.started_time),
+            schedule_to_close_timeout=_td(task.schedule_to_close),
+            start_to_close_timeout=_td(task.start_to_close),
+            heartbeat_timeout=_td(task.heartbeat_timeout),
+            heartbeat_details=details,
+        )
+        ctx = activity_api._Context(info, running.heartbeat, lambda: running.cancel_requested)
+        try:
+            if defn.is_async:
+                context = contextvars.copy_context()
+                context.run(activity_api._current.set, ctx)
+                coro = defn.fn(*args)
+                running.async_task = asyncio.get_running_loop().create_task(coro, context=context)
+                if running.cancel_requested:
+                    running.async_task.cancel()
+                result = await running.async_task
+            else:
+                context = contextvars.copy_context()
+                context.run(activity_api._current.set, ctx)
+                call = functools.partial(context.run, defn.fn, *args)
+                result = await asyncio.get_running_loop().run_in_executor(self._pool, call)
+        except BaseException as err:
+            if (
+                isinstance(err, (asyncio.CancelledError, CancelledError))
+                and running.cancel_requested
+            ):
+                if self._stopping:
+                    failure = self.converter.to_failure(
+                        ApplicationError("worker shutting down", type="WorkerShutdown")
+                    )
+                    return self.service.fail_activity(task, failure)
+                return self.service.cancel_activity(task, [])
+            if isinstance(err, asyncio.CancelledError):
+                raise
+            if not isinstance(err, Exception):
+                raise
+            self.metrics.activities_failed += 1
+            return self.service.fail_activity(task, self.converter.to_failure(err))
+        self.metrics.activities_completed += 1
+        try:
+            payloads = self.converter.to_payloads_json([result])
+        except Exception as err:
+            return self.service.fail_activity(task, self.converter.to_failure(err))
+        return self.service.complete_activity(task, payloads)
+
+    async def _report(self, task: ActivityTask, outcome: Any) -> None:
+        try:
+            await outcome
+        except ActivityNotFoundError as err:
+            log.debug("activity result dropped: %s", err)
+        except StoreError as err:
+            log.error("could not record the outcome of activity %s: %s", task.activity_id, err)

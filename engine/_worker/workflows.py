@@ -1,0 +1,285 @@
+"""Polling a workflow task queue and running workflow tasks, with a sticky cache.
+
+Workflow code runs in a thread pool (one activation at a time per run); an activation that
+does not yield within the deadlock timeout fails its task with a clear message instead of
+wedging the worker. Cached instances skip replay; evicted ones replay from event 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from .._replay import commands as cmd
+from .._replay.definitions import WorkflowDefinition
+from .._replay.driver import CacheMismatchError, HistoryDriver
+from .._replay.events import HistoryEvent
+from .._replay.instance import WorkflowInstance, WorkflowTaskError
+from .._service.service import Service, TaskNotFoundError
+from .._service.state import wft_channel
+from .._service.types import WorkflowTask
+from ..converter import DataConverter, Payload, check_payloads_size
+from ..exceptions import NondeterminismError, PayloadSizeError, StoreError
+from .metrics import WorkerMetrics
+
+log = logging.getLogger("engine.worker")
+
+CAUSE_NDE = "WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR"
+CAUSE_UNHANDLED = "WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE"
+
+
+@dataclass
+class _Cached:
+    driver: HistoryDriver
+    workflow_type: str
+
+
+class WorkflowRunner:
+    """The workflow half of a worker."""
+
+    def __init__(
+        self,
+        service: Service,
+        *,
+        namespace: str,
+        task_queue: str,
+        definitions: dict[str, WorkflowDefinition],
+        converter: DataConverter,
+        identity: str,
+        max_concurrent: int,
+        max_cached: int,
+        deadlock_timeout: float,
+        poll_interval: float,
+        metrics: WorkerMetrics,
+    ) -> None:
+        self.service = service
+        self.namespace = namespace
+        self.task_queue = task_queue
+        self.definitions = definitions
+        self.converter = converter
+        self.identity = identity
+        self.max_cached = max_cached
+        self.deadlock_timeout = deadlock_timeout
+        self.poll_interval = poll_interval
+        self.metrics = metrics
+        metrics.workflow_slots_total = max_concurrent
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._pool = ThreadPoolExecutor(
+            max_workers=max_concurrent, thread_name_prefix="durable-workflow"
+        )
+        self._cache: collections.OrderedDict[str, _Cached] = collections.OrderedDict()
+        #: run id -> next event id held, read by the store thread when claiming a task.
+        self._cache_next: dict[str, int] = {}
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._stopping = False
+
+    # -- definitions --------------------------------------------------------------------
+
+    def replace_definition(self, defn: WorkflowDefinition) -> None:
+        """Use a new definition for its type; cached runs of the type replay against it."""
+        self.definitions[defn.name] = defn
+        for run_id, entry in list(self._cache.items()):
+            if entry.workflow_type == defn.name:
+                self._evict(run_id, forced=False)
+
+    # -- polling ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Poll until :meth:`stop`."""
+        channel = wft_channel(self.namespace, self.task_queue)
+        notifier = self.service.store.notifier
+        while not self._stopping:
+            await self._slots.acquire()
+            if self._stopping:
+                self._slots.release()
+                break
+            generation = notifier.generation(channel)
+            try:
+                self.metrics.workflow_polls += 1
+                task = await self.service.poll_workflow_task(
+                    self.namespace, self.task_queue, self.identity, self._cache_next
+                )
+            except StoreError as err:
+                self._slots.release()
+                log.warning("polling workflow tasks failed (%s); retrying", err)
+                await asyncio.sleep(1.0)
+                continue
+            if task is None:
+                self._slots.release()
+                await notifier.wait(channel, self.poll_interval, since=generation)
+                continue
+            self.metrics.workflow_slots_used += 1
+            job = asyncio.get_running_loop().create_task(self._handle(task))
+            self._inflight.add(job)
+            job.add_done_callback(self._done)
+
+    def _done(self, job: asyncio.Task[None]) -> None:
+        self._inflight.discard(job)
+        self._slots.release()
+        self.metrics.workflow_slots_used -= 1
+        if not job.cancelled() and job.exception() is not None:
+            log.error("workflow task handler crashed", exc_info=job.exception())
+
+    async def stop(self) -> None:
+        """Stop polling and let running workflow tasks finish."""
+        self._stopping = True
+        if self._inflight:
+            await asyncio.wait(list(self._inflight), timeout=self.deadlock_timeout + 5)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- one task -----------------------------------------------------------------------
+
+    async def _handle(self, task: WorkflowTask) -> None:
+        defn = self.definitions.get(task.workflow_type)
+        if defn is None:
+            known = ", ".join(sorted(self.definitions)) or "none"
+            await self._fail(
+                task,
+                CAUSE_UNHANDLED,
+                RuntimeError(
+                    f"workflow type {task.workflow_type!r} is not registered on this worker "
+                    f"(task queue {self.task_queue!r}); it has: {known}. Register it with "
+                    "Worker(..., workflows=[...]) or route the run to a worker that has it."
+                ),
+                reason="WorkflowError",
+            )
+            return
+        try:
+            commands = await self._activate(task, defn)
+        except NondeterminismError as err:
+            self._evict(task.run_id, forced=False)
+            await self._fail(task, CAUSE_NDE, err, reason="NonDeterminismError")
+            return
+        except WorkflowTaskError as err:
+            self._evict(task.run_id, forced=False)
+            await self._fail(task, CAUSE_UNHANDLED, err.cause, reason="WorkflowError")
+            return
+        except TimeoutError:
+            self._evict(task.run_id, forced=False)
+            await self._fail(
+                task,
+                CAUSE_UNHANDLED,
+                RuntimeError(
+                    f"potential deadlock: workflow code of {task.workflow_type} did not yield "
+                    f"within {self.deadlock_timeout:g}s. Workflow code must not block: use "
+                    "workflow.sleep instead of time.sleep, and do I/O in activities."
+                ),
+                reason="WorkflowError",
+            )
+            return
+        try:
+            _check_command_sizes(commands)
+        except PayloadSizeError as err:
+            self._evict(task.run_id, forced=False)
+            await self._fail(task, CAUSE_UNHANDLED, err, reason="WorkflowError")
+            return
+        try:
+            accepted = await self.service.complete_workflow_task(task, commands, self.identity)
+        except TaskNotFoundError as err:
+            log.info("workflow task dropped: %s", err)
+            self._evict(task.run_id, forced=False)
+            return
+        self.metrics.workflow_tasks_completed += 1
+        entry = self._cache.get(task.run_id)
+        if not accepted or (entry is not None and entry.driver.instance.completed):
+            self._evict(task.run_id, forced=False)
+
+    async def _activate(self, task: WorkflowTask, defn: WorkflowDefinition) -> list[cmd.Command]:
+        loop = asyncio.get_running_loop()
+        entry = self._cache.get(task.run_id)
+        events = task.events
+        if entry is not None and events and events[0].event_id == entry.driver.next_event_id:
+            self.metrics.sticky_cache_hit += 1
+            self._cache.move_to_end(task.run_id)
+        else:
+            if entry is not None:
+                self._evict(task.run_id, forced=False)
+            self.metrics.sticky_cache_miss += 1
+            if not events or events[0].event_id != 1:
+                events = await self._full_history(task)
+            entry = self._new_entry(task, defn)
+        driver = entry.driver
+        fut = loop.run_in_executor(self._pool, driver.apply, events)
+        try:
+            commands = await asyncio.wait_for(asyncio.shield(fut), self.deadlock_timeout)
+        except CacheMismatchError:
+            self._evict(task.run_id, forced=False)
+            entry = self._new_entry(task, defn)
+            events = await self._full_history(task)
+            fut = loop.run_in_executor(self._pool, entry.driver.apply, events)
+            commands = await asyncio.wait_for(asyncio.shield(fut), self.deadlock_timeout)
+        self._cache_next[task.run_id] = entry.driver.next_event_id
+        return commands
+
+    def _new_entry(self, task: WorkflowTask, defn: WorkflowDefinition) -> _Cached:
+        instance = WorkflowInstance(  # type: ignore[abstract]
+            defn,
+            namespace=task.namespace,
+            workflow_id=task.workflow_id,
+            run_id=task.run_id,
+            task_queue=task.task_queue,
+            converter=self.converter,
+        )
+        entry = _Cached(HistoryDriver(instance), task.workflow_type)
+        while len(self._cache) >= self.max_cached and self._cache:
+            oldest = next(iter(self._cache))
+            self._evict(oldest, forced=True)
+        self._cache[task.run_id] = entry
+        self.metrics.sticky_cache_size = len(self._cache)
+        return entry
+
+    async def _full_history(self, task: WorkflowTask) -> list[HistoryEvent]:
+        stored = await self.service.history(task.run_id)
+        last = stored[-1].event_id if stored else 0
+        return stored + [e for e in task.events if e.event_id > last]
+
+    def _evict(self, run_id: str, *, forced: bool) -> None:
+        if self._cache.pop(run_id, None) is not None and forced:
+            self.metrics.sticky_cache_forced_eviction += 1
+        self._cache_next.pop(run_id, None)
+        self.metrics.sticky_cache_size = len(self._cache)
+
+    async def _fail(
+        self, task: WorkflowTask, cause: str, err: BaseException, *, reason: str
+    ) -> None:
+        self.metrics.workflow_task_failed[reason] += 1
+        level = logging.WARNING if task.attempt == 1 else logging.DEBUG
+        log.log(
+            level,
+            "workflow task failed for %s (run %s, attempt %d): %s",
+            task.workflow_id,
+            task.run_id,
+            task.attempt,
+            err,
+        )
+        failure = self.converter.to_failure(err)
+        try:
+            await self.service.fail_workflow_task(task, cause, failure, self.identity)
+        except TaskNotFoundError:
+            pass
+
+
+def _check_command_sizes(commands: list[cmd.Command]) -> None:
+    for command in commands:
+        payloads: list[dict[str, object]] = []
+        what = command.describe()
+        if isinstance(command, cmd.ScheduleActivityTask):
+            payloads = command.input
+            what = f"input of activity {command.activity_type}"
+        elif isinstance(command, cmd.CompleteWorkflowExecution):
+            payloads = command.result
+            what = "workflow result"
+        elif isinstance(command, cmd.ContinueAsNewWorkflowExecution):
+            payloads = command.input
+            what = "continue-as-new input"
+        if payloads:
+            check_payloads_size([Payload.from_json(p) for p in payloads], what=what)
+
+
+def now_ms() -> float:
+    """Wall-clock milliseconds."""
+    return time.time() * 1000.0

@@ -1,0 +1,459 @@
+"""The client: start, signal, cancel, terminate, describe runs and fetch their histories.
+
+``Client.connect()`` with no argument opens the embedded default (``./.durable/durable.db``,
+or ``DURABLE_DATABASE_URL`` when set); ``Client.connect(url)`` takes any SQLAlchemy URL for
+SQLite or PostgreSQL. Clients and workers reach the service through the shared database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ._replay.definitions import WorkflowDefinition
+from ._service.clock import Clock
+from ._service.host import ServiceHost
+from ._service.service import Service
+from ._service.state import closed_channel
+from ._service.types import StartWorkflowRequest
+from ._store.gateway import Store, shared_store
+from .common import (
+    RetryPolicy,
+    WorkflowExecutionStatus,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from .converter import DataConverter, Payload, check_payloads_size
+from .exceptions import (
+    CancelledError,
+    InvalidArgumentError,
+    TerminatedError,
+    TimeoutError,
+    TimeoutType,
+    WorkflowFailureError,
+)
+from .history import WorkflowHistory
+from .workflow import definition_name, handler_name
+
+__all__ = [
+    "Client",
+    "WorkflowExecution",
+    "WorkflowExecutionDescription",
+    "WorkflowExecutionStatus",
+    "WorkflowHandle",
+]
+
+_missing: Any = inspect.Parameter.empty
+
+
+def default_identity() -> str:
+    """``pid@host``, as Temporal's SDKs identify workers and clients."""
+    return f"{os.getpid()}@{socket.gethostname()}"
+
+
+def _seconds(value: timedelta | float | None, field_name: str) -> float | None:
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds < 0:
+        raise InvalidArgumentError(f"{field_name} must not be negative (got {value!r})")
+    return seconds
+
+
+class Client:
+    """A connection to the engine's store. Cheap to share; one per process is typical."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        namespace: str = "default",
+        data_converter: DataConverter | None = None,
+        identity: str | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.data_converter = data_converter or DataConverter.default
+        self.identity = identity or default_identity()
+        self.service = Service(store, clock)
+        self._host: ServiceHost | None = None
+        self._host_users = 0
+
+    @classmethod
+    async def connect(
+        cls,
+        target_url: str | None = None,
+        *,
+        namespace: str = "default",
+        data_converter: DataConverter | None = None,
+        identity: str | None = None,
+        fsync: bool | None = None,
+        clock: Clock | None = None,
+    ) -> Client:
+        """Open (and migrate) the database at ``target_url``, or the embedded default.
+
+        ``fsync=True`` makes SQLite sync every commit to disk (``synchronous=FULL``); the
+        default (``NORMAL`` in WAL mode) survives process crashes but may lose the last
+        commits on power loss. ``DURABLE_FSYNC=1`` sets it from the environment.
+        """
+        if fsync is None:
+            fsync = os.environ.get("DURABLE_FSYNC", "") in ("1", "true", "yes")
+        store = await asyncio.to_thread(shared_store, target_url, fsync=fsync)
+        return cls(
+            store,
+            namespace=namespace,
+            data_converter=data_converter,
+            identity=identity,
+            clock=clock,
+        )
+
+    @property
+    def database_url(self) -> str:
+        """The database URL (password hidden)."""
+        return self.store.display_url
+
+    # -- service background duties (shared by the workers of this client) --------------
+
+    def _acquire_host(self) -> None:
+        self._host_users += 1
+        if self._host is None:
+            self._host = ServiceHost(self.service)
+            self._host.start()
+
+    async def _release_host(self) -> None:
+        self._host_users -= 1
+        if self._host_users <= 0 and self._host is not None:
+            host, self._host = self._host, None
+            await host.stop()
+
+    # -- starting -----------------------------------------------------------------------
+
+    async def start_workflow(
+        self,
+        workflow: Callable[..., Any] | str,
+        arg: Any = _missing,
+        *,
+        id: str,
+        task_queue: str,
+        args: Sequence[Any] = (),
+        execution_timeout: timedelta | None = None,
+        run_timeout: timedelta | None = None,
+        task_timeout: timedelta | None = None,
+        id_reuse_policy: WorkflowIDReusePolicy = WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        id_conflict_policy: WorkflowIDConflictPolicy = WorkflowIDConflictPolicy.UNSPECIFIED,
+        retry_policy: RetryPolicy | None = None,
+        memo: dict[str, Any] | None = None,
+        start_delay: timedelta | None = None,
+        result_type: type | None = None,
+        request_id: str | None = None,
+    ) -> WorkflowHandle:
+        """Start a run of ``workflow`` (a ``@workflow.run`` method, class, or type name)."""
+        wf_type = definition_name(workflow)
+        if result_type is None and not isinstance(workflow, str):
+            result_type = WorkflowDefinition.of(workflow).return_type
+        if not isinstance(id, str) or not id:
+            raise InvalidArgumentError("id (the workflow id) must be a non-empty string")
+        if not isinstance(task_queue, str) or not task_queue:
+            raise InvalidArgumentError("task_queue must be a non-empty string")
+        values = [arg] if arg is not _missing else list(args)
+        if arg is not _missing and args:
+            raise InvalidArgumentError("pass either one positional arg or args=[...], not both")
+        payloads = self.data_converter.to_payloads(values)
+        check_payloads_size(payloads, what=f"input of workflow {wf_type!r}")
+        if retry_policy is not None:
+            retry_policy.validate()
+        conflict = id_conflict_policy
+        if conflict == WorkflowIDConflictPolicy.UNSPECIFIED:
+            conflict = WorkflowIDConflictPolicy.FAIL
+        task_seconds = _seconds(task_timeout, "task_timeout")
+        result = await self.service.start_workflow(
+            StartWorkflowRequest(
+                namespace=self.namespace,
+                workflow_id=id,
+                workflow_type=wf_type,
+                task_queue=task_queue,
+                input=[p.to_json() for p in payloads],
+                id_reuse_policy=id_reuse_policy,
+                id_conflict_policy=conflict,
+                execution_timeout=_seconds(execution_timeout, "execution_timeout"),
+                run_timeout=_seconds(run_timeout, "run_timeout"),
+                task_timeout=task_seconds if task_seconds else 10.0,
+                retry_policy=retry_policy.to_json() if retry_policy else None,
+                memo={
+                    "fields": {
+                        k: self.data_converter.to_payload(v).to_json() for k, v in memo.items()
+                    }
+                }
+                if memo
+                else None,
+                identity=self.identity,
+                request_id=request_id or str(uuid.uuid4()),
+                start_delay=_seconds(start_delay, "start_delay") or 0.0,
+            )
+        )
+        return WorkflowHandle(
+            self,
+            id,
+            run_id=None,
+            result_run_id=result.run_id,
+            first_execution_run_id=result.run_id,
+            result_type=result_type,
+        )
+
+    async def execute_workflow(
+        self,
+        workflow: Callable[..., Any] | str,
+        arg: Any = _missing,
+        *,
+        id: str,
+        task_queue: str,
+        **kwargs: Any,
+    ) -> Any:
+        """Start a run and wait for its result."""
+        handle = await self.start_workflow(workflow, arg, id=id, task_queue=task_queue, **kwargs)
+        return await handle.result()
+
+    def get_workflow_handle(
+        self,
+        workflow_id: str,
+        *,
+        run_id: str | None = None,
+        first_execution_run_id: str | None = None,
+        result_type: type | None = None,
+    ) -> WorkflowHandle:
+        """A handle to an existing workflow (its latest run unless ``run_id`` is given)."""
+        return WorkflowHandle(
+            self,
+            workflow_id,
+            run_id=run_id,
+            result_run_id=run_id,
+            first_execution_run_id=first_execution_run_id,
+            result_type=result_type,
+        )
+
+    def get_workflow_handle_for(
+        self, workflow: Callable[..., Any], workflow_id: str, *, run_id: str | None = None
+    ) -> WorkflowHandle:
+        """A handle whose result is decoded with the workflow's return type."""
+        return self.get_workflow_handle(
+            workflow_id, run_id=run_id, result_type=WorkflowDefinition.of(workflow).return_type
+        )
+
+    async def list_workflows(
+        self, query: str | None = None, *, limit: int = 1000
+    ) -> AsyncIterator[WorkflowExecution]:
+        """Runs of the namespace, newest first. ``query`` may be ``WorkflowId = '...'``."""
+        workflow_id = None
+        if query:
+            text = query.strip()
+            prefix = "WorkflowId"
+            if text.startswith(prefix) and "=" in text:
+                workflow_id = text.split("=", 1)[1].strip().strip("'\"")
+            else:
+                raise InvalidArgumentError(
+                    f"unsupported list query {query!r}: only \"WorkflowId = '...'\" is "
+                    "understood so far"
+                )
+        rows = await self.service.list_runs(self.namespace, limit, workflow_id)
+        for row in rows:
+            yield WorkflowExecution.from_row(row)
+
+
+def _dt(epoch: float | None) -> datetime | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
+
+
+@dataclass
+class WorkflowExecution:
+    """A run as listed: ids, type, status and times."""
+
+    id: str
+    run_id: str
+    workflow_type: str
+    task_queue: str
+    status: WorkflowExecutionStatus
+    start_time: datetime
+    close_time: datetime | None
+    history_length: int
+    namespace: str
+
+    @staticmethod
+    def from_row(row: Any) -> WorkflowExecution:
+        """Build from a store row."""
+        return WorkflowExecution(
+            id=row.workflow_id,
+            run_id=row.run_id,
+            workflow_type=row.workflow_type,
+            task_queue=row.task_queue,
+            status=WorkflowExecutionStatus(row.status),
+            start_time=datetime.fromtimestamp(row.start_time, UTC),
+            close_time=_dt(row.close_time),
+            history_length=row.next_event_id - 1,
+            namespace=row.namespace,
+        )
+
+
+@dataclass
+class WorkflowExecutionDescription(WorkflowExecution):
+    """``describe()``: a run plus its pending activities, timers and workflow task."""
+
+    pending_activities: list[dict[str, Any]] = field(default_factory=list)
+    pending_timers: list[dict[str, Any]] = field(default_factory=list)
+    pending_workflow_task: dict[str, Any] | None = None
+    history_size_bytes: int = 0
+    first_execution_run_id: str = ""
+    continued_as_new_run_id: str | None = None
+
+
+class WorkflowHandle:
+    """A workflow id (and perhaps a run id) to act on."""
+
+    def __init__(
+        self,
+        client: Client,
+        id: str,
+        *,
+        run_id: str | None = None,
+        result_run_id: str | None = None,
+        first_execution_run_id: str | None = None,
+        result_type: type | None = None,
+    ) -> None:
+        self._client = client
+        self.id = id
+        self.run_id = run_id
+        self.result_run_id = result_run_id
+        self.first_execution_run_id = first_execution_run_id
+        self._result_type = result_type
+
+    @property
+    def client(self) -> Client:
+        """The client this handle uses."""
+        return self._client
+
+    def __repr__(self) -> str:
+        run = self.run_id or self.result_run_id
+        return f"WorkflowHandle(id={self.id!r}, run_id={run!r})"
+
+    async def result(self, *, follow_runs: bool = True, poll_interval: float = 0.5) -> Any:
+        """Wait for the run to close; return its result or raise WorkflowFailureError.
+
+        Follows continue-as-new to the newest run unless ``follow_runs=False``.
+        """
+        client = self._client
+        service = client.service
+        notifier = client.store.notifier
+        run_id = self.result_run_id or self.run_id
+        while True:
+            channel = closed_channel(run_id) if run_id else ""
+            generation = notifier.generation(channel)
+            row = await service.resolve_run(client.namespace, self.id, run_id)
+            run_id = row.run_id
+            status = WorkflowExecutionStatus(row.status)
+            if status == WorkflowExecutionStatus.RUNNING:
+                await notifier.wait(closed_channel(run_id), poll_interval, since=generation)
+                continue
+            if status == WorkflowExecutionStatus.CONTINUED_AS_NEW and follow_runs:
+                run_id = row.new_run_id
+                continue
+            event = await service.close_event(run_id)
+            assert event is not None
+            return self._outcome(status, event.attributes)
+
+    def _outcome(self, status: WorkflowExecutionStatus, attrs: dict[str, Any]) -> Any:
+        dc = self._client.data_converter
+        if status == WorkflowExecutionStatus.COMPLETED:
+            payloads = (attrs.get("result") or {}).get("payloads") or []
+            values = dc.from_payloads([Payload.from_json(p) for p in payloads], [self._result_type])
+            return values[0] if values else None
+        cause: Any
+        if status == WorkflowExecutionStatus.FAILED:
+            cause = dc.from_failure(attrs.get("failure") or {"message": "failed"})
+        elif status == WorkflowExecutionStatus.CANCELED:
+            details = dc.from_payloads_json((attrs.get("details") or {}).get("payloads"))
+            cause = CancelledError("Workflow cancelled", *details)
+        elif status == WorkflowExecutionStatus.TERMINATED:
+            cause = TerminatedError(attrs.get("reason") or "Workflow terminated")
+        elif status == WorkflowExecutionStatus.TIMED_OUT:
+            cause = TimeoutError(
+                "Workflow timed out", type=TimeoutType.START_TO_CLOSE, last_heartbeat_details=[]
+            )
+        else:  # continued as new, not followed
+            raise WorkflowContinuedAsNew(attrs.get("newExecutionRunId", ""))
+        raise WorkflowFailureError(cause=cause)
+
+    async def describe(self) -> WorkflowExecutionDescription:
+        """The run's status, times and pending work."""
+        d = await self._client.service.describe(self._client.namespace, self.id, self.run_id)
+        return WorkflowExecutionDescription(
+            id=d.workflow_id,
+            run_id=d.run_id,
+            workflow_type=d.workflow_type,
+            task_queue=d.task_queue,
+            status=WorkflowExecutionStatus(d.status),
+            start_time=datetime.fromtimestamp(d.start_time, UTC),
+            close_time=_dt(d.close_time),
+            history_length=d.history_length,
+            namespace=d.namespace,
+            pending_activities=d.pending_activities,
+            pending_timers=d.pending_timers,
+            pending_workflow_task=d.pending_workflow_task,
+            history_size_bytes=d.history_size_bytes,
+            first_execution_run_id=d.first_run_id,
+            continued_as_new_run_id=d.new_run_id,
+        )
+
+    async def signal(
+        self, signal: Callable[..., Any] | str, arg: Any = _missing, *, args: Sequence[Any] = ()
+    ) -> None:
+        """Send a signal (asynchronous: no result)."""
+        values = [arg] if arg is not _missing else list(args)
+        payloads = self._client.data_converter.to_payloads(values)
+        check_payloads_size(payloads, what="signal input")
+        await self._client.service.signal_workflow(
+            self._client.namespace,
+            self.id,
+            self.run_id,
+            handler_name(signal, "signal"),
+            [p.to_json() for p in payloads],
+            self._client.identity,
+        )
+
+    async def cancel(self, reason: str = "") -> None:
+        """Request cancellation: delivered into workflow code, which may clean up."""
+        await self._client.service.request_cancel(
+            self._client.namespace, self.id, self.run_id, reason, self._client.identity
+        )
+
+    async def terminate(self, *args: Any, reason: str | None = None) -> None:
+        """End the run immediately; no workflow code runs (unlike :meth:`cancel`)."""
+        details = self._client.data_converter.to_payloads_json(list(args)) if args else None
+        await self._client.service.terminate(
+            self._client.namespace,
+            self.id,
+            self.run_id,
+            reason or "terminated by client",
+            details,
+            self._client.identity,
+        )
+
+    async def fetch_history(self) -> WorkflowHistory:
+        """The run's event history."""
+        row = await self._client.service.resolve_run(self._client.namespace, self.id, self.run_id)
+        events = await self._client.service.history(row.run_id)
+        return WorkflowHistory(self.id, events)
+
+
+class WorkflowContinuedAsNew(Exception):
+    """result(follow_runs=False) on a run that continued as new."""
+
+    def __init__(self, new_run_id: str) -> None:
+        super().__init__(f"the run continued as new as run {new_run_id}")
+        self.new_run_id = new_run_id

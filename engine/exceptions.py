@@ -1,0 +1,547 @@
+"""The exceptions the engine raises, as one tree whose names follow ``temporalio.exceptions``.
+
+```
+DurableError (alias TemporalError)
+├── FailureError              errors that travel between worker, service and client as
+│   │                         Temporal Failures (JSON), keeping that JSON on ``.failure``
+│   ├── ApplicationError      raised by user code; the only failure user code should raise
+│   ├── CancelledError        a workflow, activity or child was cancelled
+│   ├── TerminatedError       a run was terminated
+│   ├── TimeoutError          an activity, child or run timed out
+│   ├── ServerError           the service itself failed something
+│   ├── ActivityError         wraps (as ``.cause``) why an activity failed
+│   ├── ChildWorkflowError    wraps (as ``.cause``) why a child workflow failed
+│   └── WorkflowAlreadyStartedError
+├── WorkflowFailureError      ``handle.result()`` of a run that failed, was cancelled,
+│                             terminated or timed out; ``.cause`` says why
+├── NondeterminismError       workflow code no longer produces what its history recorded
+├── WorkflowNotFoundError
+├── StoreError                a database operation failed (translated at the store boundary)
+├── InvalidArgumentError (also a ValueError)
+│   ├── PayloadSizeError      a payload or request over the size limit
+│   └── DatabaseURLError      a malformed or unsupported database URL
+└── SchemaVersionError        a database written by a newer (or unknown) schema version
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import timedelta
+from enum import IntEnum
+from typing import Any
+
+__all__ = [
+    "ActivityError",
+    "ApplicationError",
+    "CancelledError",
+    "ChildWorkflowError",
+    "DatabaseURLError",
+    "DurableError",
+    "FailureError",
+    "InvalidArgumentError",
+    "NondeterminismError",
+    "PayloadSizeError",
+    "RetryState",
+    "SchemaVersionError",
+    "ServerError",
+    "StoreError",
+    "TemporalError",
+    "TerminatedError",
+    "TimeoutError",
+    "TimeoutType",
+    "WorkflowAlreadyStartedError",
+    "WorkflowFailureError",
+    "WorkflowNotFoundError",
+    "is_cancelled_exception",
+]
+
+
+class DurableError(Exception):
+    """Base of every exception the engine raises."""
+
+    @property
+    def cause(self) -> BaseException | None:
+        """The exception this one was raised from (the same as ``__cause__``)."""
+        return self.__cause__
+
+
+TemporalError = DurableError
+"""Alias, so code written for ``temporalio.exceptions.TemporalError`` keeps working."""
+
+
+class TimeoutType(IntEnum):
+    """Which timeout fired (values as in Temporal's ``TimeoutType`` enum)."""
+
+    START_TO_CLOSE = 1
+    """An attempt ran longer than its start-to-close timeout."""
+    SCHEDULE_TO_START = 2
+    """A task waited in its queue longer than its schedule-to-start timeout."""
+    SCHEDULE_TO_CLOSE = 3
+    """All attempts together took longer than the schedule-to-close timeout."""
+    HEARTBEAT = 4
+    """An activity did not heartbeat within its heartbeat timeout."""
+
+
+class RetryState(IntEnum):
+    """Where the retries of an activity or child workflow stood when it failed."""
+
+    UNSPECIFIED = 0
+    """Not reported."""
+    IN_PROGRESS = 1
+    """More attempts will follow."""
+    NON_RETRYABLE_FAILURE = 2
+    """The failure was non-retryable (by its flag or by the policy's type list)."""
+    TIMEOUT = 3
+    """A timeout ended the retries."""
+    MAXIMUM_ATTEMPTS_REACHED = 4
+    """The policy's ``maximum_attempts`` were used up."""
+    RETRY_POLICY_NOT_SET = 5
+    """There was no retry policy (the default for workflows)."""
+    INTERNAL_SERVER_ERROR = 6
+    """The service failed while deciding."""
+    CANCEL_REQUESTED = 7
+    """Cancellation was requested."""
+
+
+class FailureError(DurableError):
+    """Base of errors that travel as Temporal Failures (JSON) between worker, service and client.
+
+    ``message`` is the failure's message; ``failure`` is the Failure JSON this error was
+    decoded from, if it was decoded, and is written back unchanged if the error is raised on.
+    """
+
+    def __init__(self, message: str, *, failure: dict[str, Any] | None = None) -> None:
+        """Create a failure error with ``message`` (and the Failure JSON it came from)."""
+        super().__init__(message)
+        self._message = message
+        self._failure = failure
+
+    @property
+    def message(self) -> str:
+        """The failure's message, without any type prefix."""
+        return self._message
+
+    @property
+    def failure(self) -> dict[str, Any] | None:
+        """The Failure JSON this error was decoded from, or ``None`` if raised locally."""
+        return self._failure
+
+    def _set_failure(self, failure: dict[str, Any] | None) -> None:
+        # Used by the failure converter, which builds errors before attaching their JSON.
+        self._failure = failure
+
+
+class ApplicationError(FailureError):
+    """An error raised on purpose by workflow or activity code.
+
+    ``str()`` gives ``"<type>: <message>"`` when a type is set, as temporalio does.
+    ``type`` is what a retry policy's ``non_retryable_error_types`` matches against;
+    ``non_retryable=True`` stops retries whatever the policy says; ``next_retry_delay``
+    overrides the policy's backoff for the next attempt.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *details: Any,
+        type: str | None = None,
+        non_retryable: bool = False,
+        next_retry_delay: timedelta | None = None,
+    ) -> None:
+        """Create an application error; ``details`` are any values the data converter can encode."""
+        super().__init__(message)
+        # The string form carries the type so that logs and f-strings show it.
+        self.args = (f"{type}: {message}" if type else message,)
+        self._details = details
+        self._type = type
+        self._non_retryable = non_retryable
+        self._next_retry_delay = next_retry_delay
+
+    @property
+    def details(self) -> tuple[Any, ...]:
+        """Values attached to the error by the code that raised it."""
+        return self._details
+
+    @property
+    def type(self) -> str | None:
+        """The error's type name, matched by ``RetryPolicy.non_retryable_error_types``."""
+        return self._type
+
+    @property
+    def non_retryable(self) -> bool:
+        """Whether the raiser marked the error as never to be retried."""
+        return self._non_retryable
+
+    @property
+    def next_retry_delay(self) -> timedelta | None:
+        """Delay before the next attempt chosen by the raiser, overriding the backoff."""
+        return self._next_retry_delay
+
+
+class CancelledError(FailureError):
+    """A workflow, activity or child workflow was cancelled."""
+
+    def __init__(self, message: str = "Cancelled", *details: Any) -> None:
+        """Create a cancellation error with optional details."""
+        super().__init__(message)
+        self._details = details
+
+    @property
+    def details(self) -> tuple[Any, ...]:
+        """Values attached to the cancellation."""
+        return self._details
+
+
+class TerminatedError(FailureError):
+    """A workflow run was terminated."""
+
+    def __init__(self, message: str, *details: Any) -> None:
+        """Create a termination error (the message is the termination reason)."""
+        super().__init__(message)
+        self._details = details
+
+    @property
+    def details(self) -> tuple[Any, ...]:
+        """Values attached to the termination."""
+        return self._details
+
+
+class TimeoutError(FailureError):
+    """An activity, child workflow or run exceeded one of its timeouts."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        type: TimeoutType | None,
+        last_heartbeat_details: Sequence[Any],
+    ) -> None:
+        """Create a timeout error of the given type."""
+        super().__init__(message)
+        self._type = type
+        self._last_heartbeat_details = tuple(last_heartbeat_details)
+
+    @property
+    def type(self) -> TimeoutType | None:
+        """Which timeout fired."""
+        return self._type
+
+    @property
+    def last_heartbeat_details(self) -> tuple[Any, ...]:
+        """Details of the activity's last heartbeat, if it sent any."""
+        return self._last_heartbeat_details
+
+
+class ServerError(FailureError):
+    """The service itself failed a task or run."""
+
+    def __init__(self, message: str, *, non_retryable: bool = False) -> None:
+        """Create a server error."""
+        super().__init__(message)
+        self._non_retryable = non_retryable
+
+    @property
+    def non_retryable(self) -> bool:
+        """Whether retrying cannot help."""
+        return self._non_retryable
+
+
+class ActivityError(FailureError):
+    """An activity called from a workflow failed; ``cause`` holds why (its last failure)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        scheduled_event_id: int,
+        started_event_id: int,
+        identity: str,
+        activity_type: str,
+        activity_id: str,
+        retry_state: RetryState | None,
+    ) -> None:
+        """Create an activity error describing the failed activity."""
+        super().__init__(message)
+        self._scheduled_event_id = scheduled_event_id
+        self._started_event_id = started_event_id
+        self._identity = identity
+        self._activity_type = activity_type
+        self._activity_id = activity_id
+        self._retry_state = retry_state
+
+    @property
+    def scheduled_event_id(self) -> int:
+        """Event id of the activity's ``ActivityTaskScheduled`` event."""
+        return self._scheduled_event_id
+
+    @property
+    def started_event_id(self) -> int:
+        """Event id of its ``ActivityTaskStarted`` event (0 if it never started)."""
+        return self._started_event_id
+
+    @property
+    def identity(self) -> str:
+        """Identity of the worker that ran the last attempt."""
+        return self._identity
+
+    @property
+    def activity_type(self) -> str:
+        """The activity's type name."""
+        return self._activity_type
+
+    @property
+    def activity_id(self) -> str:
+        """The activity's id within its workflow run."""
+        return self._activity_id
+
+    @property
+    def retry_state(self) -> RetryState | None:
+        """Why retries stopped."""
+        return self._retry_state
+
+
+class ChildWorkflowError(FailureError):
+    """A child workflow failed; ``cause`` holds why."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        namespace: str,
+        workflow_id: str,
+        run_id: str,
+        workflow_type: str,
+        initiated_event_id: int,
+        started_event_id: int,
+        retry_state: RetryState | None,
+    ) -> None:
+        """Create a child workflow error describing the failed child run."""
+        super().__init__(message)
+        self._namespace = namespace
+        self._workflow_id = workflow_id
+        self._run_id = run_id
+        self._workflow_type = workflow_type
+        self._initiated_event_id = initiated_event_id
+        self._started_event_id = started_event_id
+        self._retry_state = retry_state
+
+    @property
+    def namespace(self) -> str:
+        """The child's namespace."""
+        return self._namespace
+
+    @property
+    def workflow_id(self) -> str:
+        """The child's workflow id."""
+        return self._workflow_id
+
+    @property
+    def run_id(self) -> str:
+        """The child's run id."""
+        return self._run_id
+
+    @property
+    def workflow_type(self) -> str:
+        """The child's workflow type name."""
+        return self._workflow_type
+
+    @property
+    def initiated_event_id(self) -> int:
+        """Event id of the parent's ``StartChildWorkflowExecutionInitiated`` event."""
+        return self._initiated_event_id
+
+    @property
+    def started_event_id(self) -> int:
+        """Event id of the parent's ``ChildWorkflowExecutionStarted`` event."""
+        return self._started_event_id
+
+    @property
+    def retry_state(self) -> RetryState | None:
+        """Why the child's retries stopped."""
+        return self._retry_state
+
+
+class WorkflowAlreadyStartedError(FailureError):
+    """A workflow could not start because its id is taken by an open (or retained) run."""
+
+    def __init__(
+        self,
+        workflow_id: str,
+        workflow_type: str,
+        *,
+        run_id: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Create the error for ``workflow_id`` (and the run holding it, if known)."""
+        if reason is None:
+            holder = f" by open run {run_id}" if run_id else ""
+            advice = (
+                "Choose another id, or pass id_conflict_policy="
+                "WorkflowIDConflictPolicy.USE_EXISTING (or TERMINATE_EXISTING)."
+            )
+        else:
+            holder = f": {reason} (run {run_id})"
+            advice = (
+                "Choose another id, or pass id_reuse_policy="
+                "WorkflowIDReusePolicy.ALLOW_DUPLICATE to start a new run under it."
+            )
+        super().__init__(
+            f"Workflow id {workflow_id!r} (type {workflow_type}) is already in use{holder}. "
+            + advice
+        )
+        self.workflow_id = workflow_id
+        """The workflow id that is taken."""
+        self.workflow_type = workflow_type
+        """The type of the workflow that was being started."""
+        self.run_id = run_id
+        """The run that holds the id, when the service reported it."""
+
+
+def _describe_chain(cause: BaseException) -> str:
+    text = str(cause)
+    seen = {id(cause)}
+    inner = cause.__cause__
+    while inner is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        text += f" (caused by {type(inner).__name__}: {inner})"
+        inner = inner.__cause__
+    return text
+
+
+class WorkflowFailureError(DurableError):
+    """Raised by ``handle.result()`` when the run failed, was cancelled, terminated or timed out.
+
+    ``cause`` is the failure that closed the run (an ``ApplicationError``,
+    ``ActivityError``, ``CancelledError``, ``TerminatedError``, ``TimeoutError``, ...).
+    """
+
+    def __init__(self, *, cause: FailureError) -> None:
+        """Create the error for a run that closed with ``cause``."""
+        super().__init__(f"Workflow execution failed: {_describe_chain(cause)}")
+        self.__cause__ = cause
+
+    @property
+    def cause(self) -> FailureError:
+        """The failure that closed the run."""
+        assert isinstance(self.__cause__, FailureError)
+        return self.__cause__
+
+
+class NondeterminismError(DurableError):
+    """Workflow code, replayed against its history, produced different commands.
+
+    This fails the workflow *task*, not the run: the run stays open until the code is
+    fixed (or the change is guarded with ``workflow.patched``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        event_id: int | None = None,
+        recorded: str | None = None,
+        produced: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        """Create the error; the keyword fields say where the history and code disagree."""
+        where = []
+        if workflow_id is not None:
+            where.append(f"workflow {workflow_id!r}")
+        if run_id is not None:
+            where.append(f"run {run_id}")
+        if event_id is not None:
+            where.append(f"event {event_id}")
+        text = message
+        if where:
+            text += f" [{', '.join(where)}]"
+        if recorded is not None:
+            text += f"; history recorded: {recorded}"
+        if produced is not None:
+            text += f"; code produced: {produced}"
+        super().__init__(text)
+        self.message = message
+        """The message without the location details."""
+        self.event_id = event_id
+        """The history event where replay diverged."""
+        self.recorded = recorded
+        """What the history recorded there."""
+        self.produced = produced
+        """What the workflow code produced instead."""
+        self.workflow_id = workflow_id
+        """The workflow id of the run being replayed."""
+        self.run_id = run_id
+        """The run id of the run being replayed."""
+
+
+class WorkflowNotFoundError(DurableError):
+    """No workflow run with the given id (and run id) exists."""
+
+    def __init__(
+        self,
+        workflow_id: str,
+        run_id: str | None = None,
+        *,
+        open_only: bool = False,
+        status: str | None = None,
+    ) -> None:
+        """Create the error for the missing ``workflow_id`` / ``run_id``."""
+        what = (
+            f"run {run_id} of workflow {workflow_id!r}" if run_id else f"workflow {workflow_id!r}"
+        )
+        if status is not None:
+            message = f"{what} is not running (it is {status}): it cannot take this request"
+        elif open_only:
+            message = (
+                f"no open run of {what}: it has closed or never started; check the id, and "
+                "that the client uses the same database and namespace"
+            )
+        else:
+            message = (
+                f"{what} not found: check the id, and that the client uses the same database "
+                "and namespace (closed runs are removed once their retention period has passed)"
+            )
+        super().__init__(message)
+        self.workflow_id = workflow_id
+        """The workflow id looked up."""
+        self.run_id = run_id
+        """The run id looked up, if any."""
+
+
+class StoreError(DurableError):
+    """A database operation failed (connection lost, database locked, ...).
+
+    Raised by the store from the database driver's error, which stays on ``__cause__``.
+    """
+
+
+class InvalidArgumentError(DurableError, ValueError):
+    """An argument or field has a value that is not allowed; the message names it."""
+
+
+class PayloadSizeError(InvalidArgumentError):
+    """A payload, or a whole request, is larger than the engine accepts."""
+
+
+class DatabaseURLError(InvalidArgumentError):
+    """A database URL is malformed or names an unsupported database."""
+
+
+class SchemaVersionError(DurableError):
+    """The database was created by a newer (or an unknown) version of the schema."""
+
+
+def is_cancelled_exception(exc: BaseException) -> bool:
+    """Whether ``exc`` means "cancelled".
+
+    True for ``asyncio.CancelledError``, for our :class:`CancelledError`, and for an
+    :class:`ActivityError` or :class:`ChildWorkflowError` whose cause is a
+    :class:`CancelledError`.
+    """
+    if isinstance(exc, asyncio.CancelledError | CancelledError):
+        return True
+    return isinstance(exc, ActivityError | ChildWorkflowError) and isinstance(
+        exc.__cause__, CancelledError
+    )

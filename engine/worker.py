@@ -1,0 +1,195 @@
+"""The worker: polls a task queue and runs the workflow and activity code registered on it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from types import TracebackType
+from typing import Any
+
+from ._replay.definitions import ActivityDefinition, WorkflowDefinition
+from ._worker.activities import ActivityRunner
+from ._worker.metrics import WorkerMetrics
+from ._worker.workflows import WorkflowRunner
+from .client import Client
+from .exceptions import InvalidArgumentError
+
+__all__ = ["Worker"]
+
+log = logging.getLogger("engine.worker")
+
+
+class Worker:
+    """Runs workflows and activities for one task queue, polling the shared store.
+
+    Use ``async with Worker(...)`` (runs in the background for the block) or
+    ``await worker.run()``. Unless ``run_service=False``, the worker also hosts the
+    service's timer loop, so a plain script needs nothing else.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str,
+        workflows: Sequence[type] = (),
+        activities: Sequence[Callable[..., Any]] = (),
+        activity_executor: ThreadPoolExecutor | None = None,
+        max_concurrent_workflow_tasks: int = 100,
+        max_concurrent_activities: int = 100,
+        max_cached_workflows: int = 1000,
+        identity: str | None = None,
+        graceful_shutdown_timeout: timedelta = timedelta(0),
+        debug_mode: bool = False,
+        deadlock_timeout: timedelta = timedelta(seconds=2),
+        poll_interval: timedelta = timedelta(milliseconds=200),
+        run_service: bool = True,
+    ) -> None:
+        if not isinstance(task_queue, str) or not task_queue:
+            raise InvalidArgumentError("task_queue must be a non-empty string")
+        if not workflows and not activities:
+            raise InvalidArgumentError(
+                "a Worker needs at least one workflow or activity: pass workflows=[...] "
+                "and/or activities=[...]"
+            )
+        for name, value in (
+            ("max_concurrent_workflow_tasks", max_concurrent_workflow_tasks),
+            ("max_concurrent_activities", max_concurrent_activities),
+            ("max_cached_workflows", max_cached_workflows),
+        ):
+            if value < 1:
+                raise InvalidArgumentError(f"{name} must be at least 1 (got {value})")
+        self.client = client
+        self.task_queue = task_queue
+        self.identity = identity or client.identity
+        self.metrics = WorkerMetrics()
+        self._workflow_defs: dict[str, WorkflowDefinition] = {}
+        for cls in workflows:
+            defn = WorkflowDefinition.of(cls)
+            if defn.name in self._workflow_defs and self._workflow_defs[defn.name].cls is not cls:
+                raise InvalidArgumentError(f"two workflows are named {defn.name!r}")
+            self._workflow_defs[defn.name] = defn
+        self._activity_defs: dict[str, ActivityDefinition] = {}
+        for fn in activities:
+            adefn = ActivityDefinition.of(fn)
+            if adefn.name in self._activity_defs and self._activity_defs[adefn.name].fn is not fn:
+                raise InvalidArgumentError(f"two activities are named {adefn.name!r}")
+            self._activity_defs[adefn.name] = adefn
+        self._grace = graceful_shutdown_timeout.total_seconds()
+        self._run_service = run_service
+        poll = poll_interval.total_seconds()
+        self._workflows: WorkflowRunner | None = None
+        self._activities: ActivityRunner | None = None
+        if self._workflow_defs:
+            self._workflows = WorkflowRunner(
+                client.service,
+                namespace=client.namespace,
+                task_queue=task_queue,
+                definitions=self._workflow_defs,
+                converter=client.data_converter,
+                identity=self.identity,
+                max_concurrent=max_concurrent_workflow_tasks,
+                max_cached=max_cached_workflows,
+                deadlock_timeout=3600.0 if debug_mode else deadlock_timeout.total_seconds(),
+                poll_interval=poll,
+                metrics=self.metrics,
+            )
+        self._activity_args = {
+            "max_concurrent": max_concurrent_activities,
+            "poll_interval": poll,
+            "executor": activity_executor,
+        }
+        self._tasks: list[asyncio.Task[None]] = []
+        self._running = False
+
+    @property
+    def workflow_types(self) -> list[str]:
+        """Names of the registered workflow types."""
+        return sorted(self._workflow_defs)
+
+    @property
+    def activity_types(self) -> list[str]:
+        """Names of the registered activity types."""
+        return sorted(self._activity_defs)
+
+    @property
+    def is_running(self) -> bool:
+        """Whether the worker is polling."""
+        return self._running
+
+    def register_workflow(self, cls: type) -> None:
+        """Add or replace a workflow definition while running (re-run notebook cells).
+
+        Cached runs of that type are evicted, so they replay against the new code.
+        """
+        defn = WorkflowDefinition.of(cls)
+        if self._workflows is None:
+            raise InvalidArgumentError("this worker was created without workflows")
+        self._workflows.replace_definition(defn)
+
+    def start(self) -> None:
+        """Start polling in the background of the running event loop."""
+        if self._running:
+            return
+        loop = asyncio.get_running_loop()
+        self._running = True
+        if self._run_service:
+            self.client._acquire_host()
+        if self._workflows is not None:
+            self._tasks.append(loop.create_task(self._workflows.run(), name="durable-wft-poll"))
+        if self._activity_defs:
+            self._activities = ActivityRunner(
+                self.client.service,
+                namespace=self.client.namespace,
+                task_queue=self.task_queue,
+                definitions=self._activity_defs,
+                converter=self.client.data_converter,
+                identity=self.identity,
+                metrics=self.metrics,
+                **self._activity_args,  # type: ignore[arg-type]
+            )
+            self._tasks.append(
+                loop.create_task(self._activities.run(), name="durable-activity-poll")
+            )
+
+    async def run(self) -> None:
+        """Poll until cancelled or :meth:`shutdown`."""
+        self.start()
+        try:
+            await asyncio.gather(*self._tasks)
+        finally:
+            await self.shutdown()
+
+    async def shutdown(self) -> None:
+        """Stop polling, finish or cancel work in flight, and release the timer loop."""
+        if not self._running:
+            return
+        self._running = False
+        if self._workflows is not None:
+            await self._workflows.stop()
+        if self._activities is not None:
+            await self._activities.stop(self._grace)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        if self._run_service:
+            await self.client._release_host()
+
+    async def __aenter__(self) -> Worker:
+        self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.shutdown()

@@ -1,0 +1,567 @@
+"""Writing workflows: decorators, and the calls workflow code makes (names of ``temporalio``).
+
+Every call here is a one-line delegation to the runtime of the workflow currently running on
+this thread's event loop (the deterministic loop of ``engine._replay``), so this module
+never imports the worker. Calls made outside a workflow raise a clear error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import random as _random
+import uuid as _uuid
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar, overload
+
+from ._replay.definitions import (
+    ActivityDefinition,
+    HandlerDefinition,
+    WorkflowDefinition,
+    set_workflow_definition,
+    type_hints,
+)
+from .common import ActivityCancellationType, RetryPolicy
+from .exceptions import InvalidArgumentError, NondeterminismError
+
+__all__ = [
+    "ActivityCancellationType",
+    "ActivityHandle",
+    "ContinueAsNewError",
+    "Info",
+    "NondeterminismError",
+    "all_handlers_finished",
+    "continue_as_new",
+    "defn",
+    "deprecate_patch",
+    "execute_activity",
+    "info",
+    "init",
+    "logger",
+    "now",
+    "patched",
+    "query",
+    "random",
+    "run",
+    "signal",
+    "sleep",
+    "start_activity",
+    "time",
+    "unsafe",
+    "update",
+    "uuid4",
+    "wait_condition",
+]
+
+T = TypeVar("T")
+C = TypeVar("C", bound=type)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# ---------------------------------------------------------------------------------------
+# information about the running workflow
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Info:
+    """What a workflow knows about its own run (``workflow.info()``)."""
+
+    namespace: str
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    task_queue: str
+    attempt: int
+    start_time: datetime
+    first_execution_run_id: str
+    continued_run_id: str | None
+    run_timeout: timedelta | None
+    execution_timeout: timedelta | None
+    task_timeout: timedelta
+    history_length: int
+    history_size: int
+    continue_as_new_suggested: bool
+
+    def get_current_history_length(self) -> int:
+        """Events in the history so far, as of the current workflow task."""
+        return _runtime().history_length()
+
+    def get_current_history_size(self) -> int:
+        """Bytes of history so far, as of the current workflow task."""
+        return _runtime().history_size()
+
+    def is_continue_as_new_suggested(self) -> bool:
+        """True once the history is large enough that the run should continue as new."""
+        return _runtime().continue_as_new_suggested()
+
+
+class _Runtime(ABC):
+    """What the deterministic event loop provides to this module."""
+
+    @abstractmethod
+    def info(self) -> Info: ...
+
+    @abstractmethod
+    def now(self) -> datetime: ...
+
+    @abstractmethod
+    def random(self) -> _random.Random: ...
+
+    @abstractmethod
+    def is_replaying(self) -> bool: ...
+
+    @abstractmethod
+    def history_length(self) -> int: ...
+
+    @abstractmethod
+    def history_size(self) -> int: ...
+
+    @abstractmethod
+    def continue_as_new_suggested(self) -> bool: ...
+
+    @abstractmethod
+    def start_activity(
+        self, activity: Any, args: Sequence[Any], options: dict[str, Any]
+    ) -> ActivityHandle[Any]: ...
+
+    @abstractmethod
+    async def wait_condition(self, fn: Callable[[], bool], timeout: float | None) -> None: ...
+
+    @abstractmethod
+    def patched(self, patch_id: str, deprecated: bool) -> bool: ...
+
+    @abstractmethod
+    def all_handlers_finished(self) -> bool: ...
+
+    @abstractmethod
+    def continue_as_new_error(
+        self, args: Sequence[Any], options: dict[str, Any]
+    ) -> BaseException: ...
+
+
+def _runtime() -> _Runtime:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if isinstance(loop, _Runtime):
+        return loop
+    raise _NotInWorkflowError(
+        "this function can only be called from workflow code (a method of a @workflow.defn "
+        "class running in a worker); in an activity use engine.activity, elsewhere use the "
+        "Client"
+    )
+
+
+class _NotInWorkflowError(RuntimeError):
+    """A workflow-only function was called outside a workflow."""
+
+
+def in_workflow() -> bool:
+    """Whether the caller is workflow code running in a worker or replayer."""
+    try:
+        return isinstance(asyncio.get_running_loop(), _Runtime)
+    except RuntimeError:
+        return False
+
+
+def info() -> Info:
+    """Information about the running workflow."""
+    return _runtime().info()
+
+
+def now() -> datetime:
+    """Replay-safe current time (UTC): the time of the current workflow task."""
+    return _runtime().now()
+
+
+def time() -> float:
+    """Replay-safe current time as epoch seconds."""
+    return now().timestamp()
+
+
+def random() -> _random.Random:
+    """A replay-safe random number generator (seeded per run)."""
+    return _runtime().random()
+
+
+def uuid4() -> _uuid.UUID:
+    """A replay-safe UUID (drawn from :func:`random`)."""
+    return _uuid.UUID(int=random().getrandbits(128), version=4)
+
+
+class _ReplaySafeLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """Logs with the workflow's ids, and stays quiet while the workflow replays."""
+
+    def isEnabledFor(self, level: int) -> bool:
+        if in_workflow() and _runtime().is_replaying():
+            return False
+        return bool(self.logger.isEnabledFor(level))
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        if in_workflow():
+            i = _runtime().info()
+            msg = f"{msg} ({{'workflow_id': {i.workflow_id!r}, 'run_id': {i.run_id!r}, 'workflow_type': {i.workflow_type!r}}})"
+        return msg, kwargs
+
+
+#: Replay-safe logger: records nothing while a workflow is replaying.
+logger = _ReplaySafeLogger(logging.getLogger("engine.workflow"), {})
+
+
+async def sleep(duration: float | timedelta) -> None:
+    """Durable timer: resume after at least ``duration`` (survives worker crashes)."""
+    seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
+    await asyncio.sleep(seconds)
+
+
+async def wait_condition(
+    fn: Callable[[], bool], *, timeout: float | timedelta | None = None
+) -> None:
+    """Wait until ``fn()`` is true (checked after every step of the workflow).
+
+    With ``timeout``, raises :class:`asyncio.TimeoutError` when it passes first.
+    """
+    seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+    await _runtime().wait_condition(fn, seconds)
+
+
+def patched(patch_id: str) -> bool:
+    """Versioning: True on new runs (recording a marker), False on runs made before."""
+    return _runtime().patched(patch_id, False)
+
+
+def deprecate_patch(patch_id: str) -> None:
+    """Mark a patch as the only path now; runs from before it must have completed."""
+    _runtime().patched(patch_id, True)
+
+
+def all_handlers_finished() -> bool:
+    """Whether no signal or update handler is still running."""
+    return _runtime().all_handlers_finished()
+
+
+# ---------------------------------------------------------------------------------------
+# activities
+# ---------------------------------------------------------------------------------------
+
+
+class ActivityHandle(asyncio.Task[T]):
+    """A scheduled activity: await it for its result, ``cancel()`` it to request cancel."""
+
+
+def _timeout(value: float | timedelta | None) -> float | None:
+    if value is None:
+        return None
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def start_activity(
+    activity: Callable[..., Any] | str,
+    arg: Any = inspect.Parameter.empty,
+    *,
+    args: Sequence[Any] = (),
+    task_queue: str | None = None,
+    schedule_to_close_timeout: timedelta | None = None,
+    schedule_to_start_timeout: timedelta | None = None,
+    start_to_close_timeout: timedelta | None = None,
+    heartbeat_timeout: timedelta | None = None,
+    retry_policy: RetryPolicy | None = None,
+    cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL,
+    activity_id: str | None = None,
+    result_type: type | None = None,
+) -> ActivityHandle[Any]:
+    """Schedule an activity and return a handle to it (await the handle for the result).
+
+    One of ``start_to_close_timeout`` or ``schedule_to_close_timeout`` is required.
+    """
+    all_args = _merge_args(arg, args)
+    if start_to_close_timeout is None and schedule_to_close_timeout is None:
+        name = activity if isinstance(activity, str) else getattr(activity, "__name__", activity)
+        raise InvalidArgumentError(
+            f"activity {name!r} needs start_to_close_timeout or schedule_to_close_timeout: "
+            "without one a lost attempt could hang forever. Set start_to_close_timeout to "
+            "the longest one attempt may take, e.g. timedelta(seconds=30)"
+        )
+    if retry_policy is not None:
+        retry_policy.validate()
+    options = {
+        "task_queue": task_queue,
+        "schedule_to_close": _timeout(schedule_to_close_timeout),
+        "schedule_to_start": _timeout(schedule_to_start_timeout),
+        "start_to_close": _timeout(start_to_close_timeout),
+        "heartbeat": _timeout(heartbeat_timeout),
+        "retry_policy": retry_policy,
+        "cancellation_type": cancellation_type,
+        "activity_id": activity_id,
+        "result_type": result_type,
+    }
+    return _runtime().start_activity(activity, all_args, options)
+
+
+async def execute_activity(
+    activity: Callable[..., Any] | str,
+    arg: Any = inspect.Parameter.empty,
+    *,
+    args: Sequence[Any] = (),
+    task_queue: str | None = None,
+    schedule_to_close_timeout: timedelta | None = None,
+    schedule_to_start_timeout: timedelta | None = None,
+    start_to_close_timeout: timedelta | None = None,
+    heartbeat_timeout: timedelta | None = None,
+    retry_policy: RetryPolicy | None = None,
+    cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL,
+    activity_id: str | None = None,
+    result_type: type | None = None,
+) -> Any:
+    """Run an activity and wait for its result (see :func:`start_activity`)."""
+    return await start_activity(
+        activity,
+        arg,
+        args=args,
+        task_queue=task_queue,
+        schedule_to_close_timeout=schedule_to_close_timeout,
+        schedule_to_start_timeout=schedule_to_start_timeout,
+        start_to_close_timeout=start_to_close_timeout,
+        heartbeat_timeout=heartbeat_timeout,
+        retry_policy=retry_policy,
+        cancellation_type=cancellation_type,
+        activity_id=activity_id,
+        result_type=result_type,
+    )
+
+
+def _merge_args(arg: Any, args: Sequence[Any]) -> list[Any]:
+    if arg is not inspect.Parameter.empty:
+        if args:
+            raise InvalidArgumentError("pass either one positional arg or args=[...], not both")
+        return [arg]
+    return list(args)
+
+
+# ---------------------------------------------------------------------------------------
+# continue-as-new
+# ---------------------------------------------------------------------------------------
+
+
+class ContinueAsNewError(BaseException):
+    """Raised by :func:`continue_as_new`; the worker turns it into the closing command.
+
+    A ``BaseException`` so that ``except Exception`` in workflow code cannot swallow it.
+    """
+
+    def __init__(self, args: Sequence[Any], options: dict[str, Any]) -> None:
+        super().__init__("continue as new")
+        self.input_args = list(args)
+        self.options = options
+
+
+def continue_as_new(
+    arg: Any = inspect.Parameter.empty,
+    *,
+    args: Sequence[Any] = (),
+    workflow: Callable[..., Any] | str | None = None,
+    task_queue: str | None = None,
+    run_timeout: timedelta | None = None,
+    task_timeout: timedelta | None = None,
+) -> Any:
+    """Close this run and start a fresh one (same workflow id, new run id, empty history)."""
+    raise _runtime().continue_as_new_error(
+        _merge_args(arg, args),
+        {
+            "workflow": workflow,
+            "task_queue": task_queue,
+            "run_timeout": _timeout(run_timeout),
+            "task_timeout": _timeout(task_timeout),
+        },
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# decorators
+# ---------------------------------------------------------------------------------------
+
+_RUN = "__durable_run__"
+_INIT = "__durable_init__"
+_HANDLER = "__durable_handler__"
+
+
+@overload
+def defn(cls: C) -> C: ...
+
+
+@overload
+def defn(
+    *, name: str | None = None, sandboxed: bool = True, dynamic: bool = False
+) -> Callable[[C], C]: ...
+
+
+def defn(
+    cls: C | None = None,
+    *,
+    name: str | None = None,
+    sandboxed: bool = True,
+    dynamic: bool = False,
+) -> C | Callable[[C], C]:
+    """Mark a class as a workflow definition. ``name`` defaults to the class name.
+
+    ``sandboxed`` is accepted for compatibility and ignored: there is no import sandbox;
+    determinism is enforced by the event loop and by replay.
+    """
+
+    def decorate(c: C) -> C:
+        _build_definition(c, name or c.__name__)
+        return c
+
+    return decorate(cls) if cls is not None else decorate
+
+
+def _build_definition(cls: type, name: str) -> None:
+    run_fn: Callable[..., Any] | None = None
+    handlers: dict[str, dict[str | None, HandlerDefinition]] = {
+        "signal": {},
+        "query": {},
+        "update": {},
+    }
+    for klass in reversed(cls.__mro__):
+        for attr, member in vars(klass).items():
+            if getattr(member, _RUN, False):
+                run_fn = getattr(cls, attr)
+            handler = getattr(member, _HANDLER, None)
+            if isinstance(handler, HandlerDefinition):
+                handlers[handler.kind][handler.name] = handler
+    if run_fn is None:
+        raise InvalidArgumentError(
+            f"workflow class {cls.__qualname__} has no @workflow.run method: mark the async "
+            "method that runs the workflow with @workflow.run"
+        )
+    if not inspect.iscoroutinefunction(run_fn):
+        raise InvalidArgumentError(
+            f"{cls.__qualname__}.{run_fn.__name__} must be 'async def' to be a @workflow.run"
+        )
+    init = cls.__dict__.get("__init__")
+    arg_types, return_type = type_hints(run_fn, skip_self=True)
+    set_workflow_definition(
+        cls,
+        WorkflowDefinition(
+            name=name,
+            cls=cls,
+            run_fn=run_fn,
+            signals=handlers["signal"],
+            queries=handlers["query"],
+            updates=handlers["update"],
+            init_takes_args=bool(init is not None and getattr(init, _INIT, False)),
+            arg_types=arg_types,
+            return_type=return_type,
+        ),
+    )
+
+
+def run(fn: F) -> F:
+    """Mark the workflow's entry method (``async def``)."""
+    setattr(fn, _RUN, True)
+    return fn
+
+
+def init(fn: F) -> F:
+    """Mark ``__init__`` as taking the workflow's arguments too."""
+    setattr(fn, _INIT, True)
+    return fn
+
+
+def _handler_decorator(kind: str) -> Callable[..., Any]:
+    def decorator(
+        fn: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        dynamic: bool = False,
+        **_ignored: Any,
+    ) -> Any:
+        def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+            handler_name = None if dynamic else (name or f.__name__)
+            arg_types, _ = type_hints(f, skip_self=True)
+            handler = HandlerDefinition(
+                name=handler_name,
+                fn=f,
+                is_async=inspect.iscoroutinefunction(f),
+                kind=kind,
+                arg_types=arg_types,
+            )
+            setattr(f, _HANDLER, handler)
+            if kind == "update":
+
+                def validator(v: Callable[..., Any]) -> Callable[..., Any]:
+                    handler.validator = v
+                    return v
+
+                f.validator = validator  # type: ignore[attr-defined]
+            return f
+
+        return decorate(fn) if fn is not None else decorate
+
+    return decorator
+
+
+#: Mark a method as a signal handler (``@workflow.signal`` or ``@workflow.signal(name=...)``).
+signal = _handler_decorator("signal")
+#: Mark a method as a query handler: read-only, must not block.
+query = _handler_decorator("query")
+#: Mark a method as an update handler; add a validator with ``@method.validator``.
+update = _handler_decorator("update")
+
+
+def definition_name(fn_or_cls: Any) -> str:
+    """The workflow type name of a workflow class or its run method, or a string as is."""
+    if isinstance(fn_or_cls, str):
+        return fn_or_cls
+    return WorkflowDefinition.of(fn_or_cls).name
+
+
+def activity_name(fn: Any) -> str:
+    """The activity type name of an activity function, or a string as is."""
+    if isinstance(fn, str):
+        return fn
+    return ActivityDefinition.of(fn).name
+
+
+def handler_name(fn: Any, kind: str) -> str:
+    """The signal/query/update name of a handler method, or a string as is."""
+    if isinstance(fn, str):
+        return fn
+    handler = getattr(fn, _HANDLER, None)
+    if isinstance(handler, HandlerDefinition) and handler.kind == kind and handler.name:
+        return handler.name
+    raise InvalidArgumentError(
+        f"{getattr(fn, '__qualname__', fn)!r} is not a @workflow.{kind} handler"
+    )
+
+
+class unsafe:
+    """Escape hatches, named as in ``temporalio.workflow.unsafe``."""
+
+    @staticmethod
+    def is_replaying() -> bool:
+        """Whether the workflow is replaying history (no side effects should happen)."""
+        return _runtime().is_replaying()
+
+    @staticmethod
+    @contextlib.contextmanager
+    def imports_passed_through() -> Iterator[None]:
+        """No-op: there is no import sandbox here. Kept so temporalio code runs unchanged."""
+        yield
+
+    @staticmethod
+    @contextlib.contextmanager
+    def sandbox_unrestricted() -> Iterator[None]:
+        """No-op: there is no sandbox. Kept so temporalio code runs unchanged."""
+        yield
+
+
+def _awaitable(x: Awaitable[T]) -> Awaitable[T]:
+    return x

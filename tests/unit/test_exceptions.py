@@ -1,0 +1,258 @@
+"""Unit tests for engine.exceptions: the tree, messages, fields and is_cancelled_exception."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from datetime import timedelta
+
+import pytest
+
+import engine.exceptions as exc_module
+from engine.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+    DatabaseURLError,
+    DurableError,
+    FailureError,
+    InvalidArgumentError,
+    NondeterminismError,
+    PayloadSizeError,
+    RetryState,
+    SchemaVersionError,
+    ServerError,
+    StoreError,
+    TemporalError,
+    TerminatedError,
+    TimeoutError,
+    TimeoutType,
+    WorkflowAlreadyStartedError,
+    WorkflowFailureError,
+    WorkflowNotFoundError,
+    is_cancelled_exception,
+)
+
+
+def _activity_error(
+    retry_state: RetryState | None = RetryState.NON_RETRYABLE_FAILURE,
+) -> ActivityError:
+    return ActivityError(
+        "Activity task failed",
+        scheduled_event_id=5,
+        started_event_id=6,
+        identity="23905@vm",
+        activity_type="always_fails",
+        activity_id="1",
+        retry_state=retry_state,
+    )
+
+
+def _child_error() -> ChildWorkflowError:
+    return ChildWorkflowError(
+        "Child Workflow execution failed",
+        namespace="default",
+        workflow_id="child-1",
+        run_id="run-1",
+        workflow_type="Child",
+        initiated_event_id=5,
+        started_event_id=6,
+        retry_state=RetryState.RETRY_POLICY_NOT_SET,
+    )
+
+
+def test_tree() -> None:
+    assert TemporalError is DurableError
+    for cls in (
+        ApplicationError,
+        CancelledError,
+        TerminatedError,
+        TimeoutError,
+        ServerError,
+        ActivityError,
+        ChildWorkflowError,
+        WorkflowAlreadyStartedError,
+    ):
+        assert issubclass(cls, FailureError)
+    assert issubclass(FailureError, DurableError)
+    others: tuple[type[Exception], ...] = (
+        WorkflowFailureError,
+        NondeterminismError,
+        WorkflowNotFoundError,
+        StoreError,
+        SchemaVersionError,
+    )
+    for other in others:
+        assert issubclass(other, DurableError)
+        assert not issubclass(other, FailureError)
+    assert issubclass(InvalidArgumentError, ValueError)
+    assert issubclass(PayloadSizeError, InvalidArgumentError)
+    assert issubclass(DatabaseURLError, InvalidArgumentError)
+    # Our TimeoutError and CancelledError shadow the builtins/asyncio ones on purpose.
+    assert not issubclass(TimeoutError, builtins.TimeoutError)
+    assert not issubclass(CancelledError, asyncio.CancelledError)
+
+
+def test_every_public_name_documented() -> None:
+    assert exc_module.__doc__ and "DurableError" in exc_module.__doc__
+    for name in exc_module.__all__:
+        assert getattr(exc_module, name).__doc__, name
+
+
+def test_application_error_str_and_fields() -> None:
+    err = ApplicationError(
+        "permanent failure for doomed",
+        {"detail": "some detail", "code": 42},
+        type="PermanentError",
+        non_retryable=True,
+        next_retry_delay=timedelta(seconds=3),
+    )
+    # As in temporalio: the type prefixes the string form, not the message.
+    assert str(err) == "PermanentError: permanent failure for doomed"
+    assert err.message == "permanent failure for doomed"
+    assert err.details == ({"detail": "some detail", "code": 42},)
+    assert err.type == "PermanentError"
+    assert err.non_retryable is True
+    assert err.next_retry_delay == timedelta(seconds=3)
+    assert err.failure is None
+    assert err.cause is None
+
+    plain = ApplicationError("oops")
+    assert str(plain) == "oops"
+    assert plain.details == ()
+    assert plain.type is None
+    assert plain.non_retryable is False
+    assert plain.next_retry_delay is None
+
+
+def test_cause_property_is_dunder_cause() -> None:
+    inner = ApplicationError("inner")
+    try:
+        raise _activity_error() from inner
+    except ActivityError as err:
+        assert err.cause is inner
+        assert err.__cause__ is inner
+
+
+def test_cancelled_terminated_timeout_server() -> None:
+    assert CancelledError().message == "Cancelled"
+    assert CancelledError("stop", 1, 2).details == (1, 2)
+    assert TerminatedError("by operator", "x").details == ("x",)
+    timeout = TimeoutError(
+        "activity timed out", type=TimeoutType.HEARTBEAT, last_heartbeat_details=[{"pos": 7}]
+    )
+    assert timeout.type is TimeoutType.HEARTBEAT
+    assert timeout.last_heartbeat_details == ({"pos": 7},)
+    assert ServerError("boom", non_retryable=True).non_retryable
+
+
+def test_activity_and_child_fields() -> None:
+    err = _activity_error()
+    assert (err.scheduled_event_id, err.started_event_id) == (5, 6)
+    assert (err.identity, err.activity_type, err.activity_id) == ("23905@vm", "always_fails", "1")
+    assert err.retry_state is RetryState.NON_RETRYABLE_FAILURE
+    child = _child_error()
+    assert (child.namespace, child.workflow_id, child.run_id) == ("default", "child-1", "run-1")
+    assert (child.workflow_type, child.initiated_event_id, child.started_event_id) == (
+        "Child",
+        5,
+        6,
+    )
+
+
+def test_workflow_already_started_says_what_to_do() -> None:
+    err = WorkflowAlreadyStartedError("order-1", "Order", run_id="r-1")
+    text = str(err)
+    assert "'order-1'" in text and "r-1" in text
+    # An open run: the conflict policy is what decides.
+    assert "another id" in text and "id_conflict_policy" in text
+    closed = str(WorkflowAlreadyStartedError("order-1", "Order", run_id="r-1", reason="closed"))
+    # A closed run: the reuse policy is what decides.
+    assert "another id" in closed and "id_reuse_policy" in closed and "closed" in closed
+    assert (err.workflow_id, err.workflow_type, err.run_id) == ("order-1", "Order", "r-1")
+    assert WorkflowAlreadyStartedError("a", "B").run_id is None
+
+
+def test_workflow_failure_error_message_includes_cause_chain() -> None:
+    app = ApplicationError("card declined", type="InvalidCard")
+    act = _activity_error()
+    act.__cause__ = app
+    err = WorkflowFailureError(cause=act)
+    assert err.cause is act
+    assert "Activity task failed" in str(err)
+    assert "InvalidCard: card declined" in str(err)
+    assert (
+        str(WorkflowFailureError(cause=CancelledError())) == "Workflow execution failed: Cancelled"
+    )
+
+
+def test_nondeterminism_error_names_where() -> None:
+    err = NondeterminismError(
+        "timer started where an activity was scheduled",
+        event_id=5,
+        recorded="ActivityTaskScheduled(charge)",
+        produced="StartTimer(10s)",
+        workflow_id="order-1",
+        run_id="run-9",
+    )
+    text = str(err)
+    for part in (
+        "event 5",
+        "'order-1'",
+        "run-9",
+        "ActivityTaskScheduled(charge)",
+        "StartTimer(10s)",
+    ):
+        assert part in text
+    assert err.message == "timer started where an activity was scheduled"
+    assert (err.event_id, err.workflow_id, err.run_id) == (5, "order-1", "run-9")
+    assert str(NondeterminismError("plain")) == "plain"
+
+
+def test_workflow_not_found() -> None:
+    err = WorkflowNotFoundError("missing", "run-1")
+    assert "'missing'" in str(err) and "run-1" in str(err)
+    assert (err.workflow_id, err.run_id) == ("missing", "run-1")
+    assert WorkflowNotFoundError("missing").run_id is None
+
+
+def test_invalid_argument_caught_as_value_error() -> None:
+    with pytest.raises(ValueError, match="too big"):
+        raise PayloadSizeError("too big")
+
+
+def test_enum_values_match_temporalio() -> None:
+    assert [(m.name, m.value) for m in TimeoutType] == [
+        ("START_TO_CLOSE", 1),
+        ("SCHEDULE_TO_START", 2),
+        ("SCHEDULE_TO_CLOSE", 3),
+        ("HEARTBEAT", 4),
+    ]
+    assert [(m.name, m.value) for m in RetryState] == [
+        ("UNSPECIFIED", 0),
+        ("IN_PROGRESS", 1),
+        ("NON_RETRYABLE_FAILURE", 2),
+        ("TIMEOUT", 3),
+        ("MAXIMUM_ATTEMPTS_REACHED", 4),
+        ("RETRY_POLICY_NOT_SET", 5),
+        ("INTERNAL_SERVER_ERROR", 6),
+        ("CANCEL_REQUESTED", 7),
+    ]
+
+
+def test_is_cancelled_exception() -> None:
+    assert is_cancelled_exception(asyncio.CancelledError())
+    assert is_cancelled_exception(CancelledError())
+    act = _activity_error(RetryState.CANCEL_REQUESTED)
+    act.__cause__ = CancelledError()
+    assert is_cancelled_exception(act)
+    child = _child_error()
+    child.__cause__ = CancelledError()
+    assert is_cancelled_exception(child)
+    failed = _activity_error()
+    failed.__cause__ = ApplicationError("no")
+    assert not is_cancelled_exception(failed)
+    assert not is_cancelled_exception(_activity_error())
+    assert not is_cancelled_exception(ValueError())
+    assert not is_cancelled_exception(ApplicationError("Cancelled"))

@@ -1,0 +1,1 @@
+"""ipywidgets views over the engine public API: see the widgets issue."""
