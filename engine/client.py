@@ -347,10 +347,19 @@ class WorkflowHandle:
 
         Follows continue-as-new to the newest run unless ``follow_runs=False``.
         """
+        with self._client.service.clock.waiting_for_result():
+            return await self._wait_result(
+                run_id=self.result_run_id or self.run_id,
+                follow_runs=follow_runs,
+                poll_interval=poll_interval,
+            )
+
+    async def _wait_result(
+        self, *, run_id: str | None, follow_runs: bool, poll_interval: float
+    ) -> Any:
         client = self._client
         service = client.service
         notifier = client.store.notifier
-        run_id = self.result_run_id or self.run_id
         while True:
             channel = closed_channel(run_id) if run_id else ""
             generation = notifier.generation(channel)
@@ -443,6 +452,16 @@ class WorkflowHandle:
             details,
             self._client.identity,
         )
+
+    async def fetch_attempts(self) -> list[dict[str, Any]]:
+        """Every activity attempt of the run (kept after the activity closes), in order.
+
+        Each item has ``scheduled_event_id``, ``activity_id``, ``activity_type``,
+        ``attempt``, ``scheduled_time``, ``started_time``, ``ended_time`` (datetimes, UTC),
+        ``outcome`` (running, completed, failed, timed_out, canceled) and ``failure``.
+        """
+        row = await self._client.service.resolve_run(self._client.namespace, self.id, self.run_id)
+        return await self._client.service.attempts(row.run_id)
 
     async def fetch_history(self) -> WorkflowHistory:
         """The run's event history."""

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 
 
 class Clock:
     """Wall-clock time in epoch seconds. Subclasses may move time forward on their own."""
 
     skipping = False
+
+    def waiting_for_result(self) -> contextlib.AbstractContextManager[None]:
+        """Real time never skips: a no-op context."""
+        return contextlib.nullcontext()
 
     def now(self) -> float:
         """Current time, epoch seconds (UTC)."""
@@ -32,7 +38,24 @@ class SkippingClock(Clock):
     def __init__(self) -> None:
         self._offset = 0.0
         self._lock = threading.Lock()
-        self.auto_skip = True
+        self._waiters = 0
+
+    @property
+    def auto_skip(self) -> bool:
+        """Whether time may jump now: only while some caller awaits a workflow result,
+        as in Temporal's time-skipping test server."""
+        return self._waiters > 0
+
+    @contextlib.contextmanager
+    def waiting_for_result(self) -> Iterator[None]:
+        """Allow skipping while the block runs (``handle.result()`` uses this)."""
+        with self._lock:
+            self._waiters += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._waiters -= 1
 
     def now(self) -> float:
         """Virtual time: wall clock plus every jump so far."""

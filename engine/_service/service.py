@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from .._replay import commands as cmd
@@ -427,6 +428,30 @@ class Service(ActivityService):
         """The stored history of a run."""
         return await self.store.transaction(_read_history, run_id, first_event_id)
 
+    async def attempts(self, run_id: str) -> list[JsonDict]:
+        """All activity attempts of a run."""
+
+        def fn(tx: StoreTx) -> list[JsonDict]:
+            out = []
+            for r in tx.attempts_of_run(run_id):
+                out.append(
+                    {
+                        "scheduled_event_id": r.scheduled_event_id,
+                        "activity_id": r.activity_id,
+                        "activity_type": r.activity_type,
+                        "attempt": r.attempt,
+                        "identity": r.identity,
+                        "scheduled_time": _dt(r.scheduled_time),
+                        "started_time": _dt(r.started_time),
+                        "ended_time": _dt(r.ended_time),
+                        "outcome": r.outcome,
+                        "failure": json.loads(r.failure) if r.failure else None,
+                    }
+                )
+            return out
+
+        return await self.store.transaction(fn)
+
     async def close_event(self, run_id: str) -> HistoryEvent | None:
         """The last event of a run (its closing event once closed)."""
 
@@ -826,6 +851,10 @@ def wft_retry_delay(failed_attempt: int) -> float:
     if failed_attempt <= 1:
         return 0.0 if failed_attempt < 1 else 1.0
     return float(min(WFT_RETRY_MAX_DELAY, 2 ** (failed_attempt - 1)))
+
+
+def _dt(epoch: float | None) -> datetime | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
 
 
 def _user_timer_started_id(rs: RunState, timer_id: str) -> int:

@@ -1,0 +1,75 @@
+"""Shared fixtures: every integration test runs on SQLite and on PostgreSQL.
+
+PostgreSQL tests use a fresh schema per test in the database named by
+``DURABLE_TEST_PG_URL`` (default: the local ``test`` database). When PostgreSQL cannot be
+reached the tests fail: they never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from engine import Client
+from engine._store.gateway import forget_store
+from engine.testing import WorkflowEnvironment
+
+PG_URL = os.environ.get("DURABLE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def _pg_schema_url(schema: str) -> str:
+    return f"{PG_URL}?options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database URL on each backend."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'durable.db'}"
+        return
+    schema = "t_" + uuid.uuid4().hex[:12]
+    admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    except sa.exc.OperationalError as err:
+        admin.dispose()
+        pytest.fail(f"PostgreSQL at {PG_URL} is not reachable: {err.orig}")
+    try:
+        yield _pg_schema_url(schema)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
+@pytest.fixture
+async def client(db_url: str) -> AsyncIterator[Client]:
+    """A client on a fresh database (real time)."""
+    c = await Client.connect(db_url)
+    try:
+        yield c
+    finally:
+        forget_store(c.store)
+
+
+@pytest.fixture
+async def env(db_url: str) -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping environment on a fresh database."""
+    e = await WorkflowEnvironment.start_time_skipping(database_url=db_url)
+    try:
+        yield e
+    finally:
+        await e.shutdown()
+
+
+@pytest.fixture
+def task_queue() -> str:
+    """A task queue name no other test uses."""
+    return "tq-" + uuid.uuid4().hex[:10]

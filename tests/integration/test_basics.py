@@ -1,0 +1,236 @@
+"""A workflow with one activity, timers, signals, cancel and terminate, on both backends."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from engine import (
+    ApplicationError,
+    CancelledError,
+    Client,
+    TerminatedError,
+    Worker,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    activity,
+    workflow,
+)
+from engine.testing import WorkflowEnvironment
+
+from ..conftest import SHARED_DATA
+
+TIMEOUT = timedelta(seconds=30)
+
+
+@activity.defn
+async def say_hello(name: str) -> str:
+    return f"Hello, {name}!"
+
+
+@workflow.defn
+class HelloWF:
+    @workflow.run
+    async def run(self, name: str) -> str:
+        return await workflow.execute_activity(say_hello, name, start_to_close_timeout=TIMEOUT)
+
+
+@workflow.defn
+class TimerWF:
+    @workflow.run
+    async def run(self, seconds: float) -> str:
+        await workflow.sleep(seconds)
+        return "timer done"
+
+
+@workflow.defn
+class SignalWF:
+    def __init__(self) -> None:
+        self._msgs: list[str] = []
+
+    @workflow.signal
+    async def add_message(self, msg: str) -> None:
+        self._msgs.append(msg)
+
+    @workflow.run
+    async def run(self, expected: int) -> list[str]:
+        await workflow.wait_condition(lambda: len(self._msgs) >= expected)
+        return self._msgs
+
+
+@workflow.defn
+class CleanupWF:
+    """Waits a long time; on cancellation runs a cleanup activity, then re-raises."""
+
+    @workflow.run
+    async def run(self) -> str:
+        try:
+            await workflow.sleep(timedelta(days=30))
+        except asyncio.CancelledError:
+            await workflow.execute_activity(say_hello, "cleanup", start_to_close_timeout=TIMEOUT)
+            raise
+        return "slept"
+
+
+def _types(events: list) -> list[str]:
+    return [e.event_type for e in events]
+
+
+def _sample(name: str) -> list[dict]:
+    return json.loads((SHARED_DATA / name).read_text())["events"]
+
+
+def _sample_types(name: str) -> list[str]:
+    from engine._replay.events import short_name
+
+    return [short_name(e["eventType"]) for e in _sample(name)]
+
+
+async def test_one_activity_matches_temporal_history(client: Client, task_queue: str) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[HelloWF], activities=[say_hello]):
+        handle = await client.start_workflow(
+            HelloWF.run, "Temporal", id="hello-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert await handle.result() == "Hello, Temporal!"
+    history = await handle.fetch_history()
+    assert _types(history.events) == _sample_types("temporal_history_hello_activity.json")
+    # Attribute names of the activity events are Temporal's.
+    ours = {e.event_type: e.attributes for e in history.events}
+    theirs = {}
+    from engine._replay.events import attributes_key, short_name
+
+    for raw in _sample("temporal_history_hello_activity.json"):
+        kind = short_name(raw["eventType"])
+        theirs[kind] = raw[attributes_key(kind)]
+    for kind in ("ActivityTaskScheduled", "ActivityTaskStarted", "ActivityTaskCompleted"):
+        missing = (
+            set(theirs[kind])
+            - set(ours[kind])
+            - {"useWorkflowBuildId", "priority", "workerVersion"}
+        )
+        assert not missing, (kind, missing)
+    # Same payload bytes as Temporal for the same input and result.
+    assert ours["WorkflowExecutionStarted"]["input"] == theirs["WorkflowExecutionStarted"]["input"]
+    assert ours["ActivityTaskCompleted"]["result"] == theirs["ActivityTaskCompleted"]["result"]
+    desc = await handle.describe()
+    assert desc.status == WorkflowExecutionStatus.COMPLETED
+    assert desc.history_length == len(history.events)
+
+
+async def test_thirty_day_timer_takes_no_real_time(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
+    client = env.client
+    before = await env.get_current_time()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with Worker(client, task_queue=task_queue, workflows=[TimerWF]):
+        result = await client.execute_workflow(
+            TimerWF.run, 30 * 24 * 3600.0, id="timer-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+    assert result == "timer done"
+    assert loop.time() - started < 20  # virtual: far less than 30 days
+    after = await env.get_current_time()
+    assert after - before >= timedelta(days=30)
+
+
+async def test_timer_history_matches_temporal(env: WorkflowEnvironment, task_queue: str) -> None:
+    async with Worker(env.client, task_queue=task_queue, workflows=[TimerWF]):
+        handle = await env.client.start_workflow(
+            TimerWF.run, 0.5, id="t-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert await handle.result() == "timer done"
+    history = await handle.fetch_history()
+    assert _types(history.events) == _sample_types("temporal_history_timer.json")
+    started = next(e for e in history.events if e.event_type == "TimerStarted")
+    fired = next(e for e in history.events if e.event_type == "TimerFired")
+    assert started.attributes["startToFireTimeout"] == "0.500s"
+    assert fired.event_time - started.event_time >= 0.5
+
+
+async def test_signals_are_delivered_in_order(client: Client, task_queue: str) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[SignalWF]):
+        handle = await client.start_workflow(
+            SignalWF.run, 2, id="sig-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await handle.signal(SignalWF.add_message, "first")
+        await handle.signal("add_message", "second")
+        assert await handle.result() == ["first", "second"]
+    types = _types((await handle.fetch_history()).events)
+    assert types.count("WorkflowExecutionSignaled") == 2
+    assert types[-1] == "WorkflowExecutionCompleted"
+
+
+async def test_cancel_is_delivered_into_workflow_code(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
+    client = env.client
+    async with Worker(client, task_queue=task_queue, workflows=[CleanupWF], activities=[say_hello]):
+        handle = await client.start_workflow(
+            CleanupWF.run, id="c-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await _wait_for_event(handle, "TimerStarted")
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert isinstance(info.value.cause, CancelledError)
+    types = _types((await handle.fetch_history()).events)
+    # The cleanup activity ran before the run was marked cancelled.
+    assert "WorkflowExecutionCancelRequested" in types
+    assert "TimerCanceled" in types
+    assert "ActivityTaskCompleted" in types
+    assert types[-1] == "WorkflowExecutionCanceled"
+
+
+async def test_terminate_stops_without_running_code(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
+    client = env.client
+    async with Worker(client, task_queue=task_queue, workflows=[CleanupWF], activities=[say_hello]):
+        handle = await client.start_workflow(
+            CleanupWF.run, id="term-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await _wait_for_event(handle, "TimerStarted")
+        await handle.terminate(reason="operator said so")
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert isinstance(info.value.cause, TerminatedError)
+    assert "operator said so" in str(info.value.cause)
+    types = _types((await handle.fetch_history()).events)
+    assert "ActivityTaskScheduled" not in types  # no cleanup: code did not run
+    assert types[-1] == "WorkflowExecutionTerminated"
+    assert (await handle.describe()).status == WorkflowExecutionStatus.TERMINATED
+
+
+async def test_application_error_in_workflow_fails_the_run(client: Client, task_queue: str) -> None:
+    @workflow.defn(name="FailingWF")
+    class FailingWF:
+        @workflow.run
+        async def run(self) -> None:
+            raise ApplicationError("bad order", {"order": 7}, type="BadOrder", non_retryable=True)
+
+    async with Worker(client, task_queue=task_queue, workflows=[FailingWF]):
+        handle = await client.start_workflow(
+            FailingWF.run, id="f-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "BadOrder" and cause.details == ({"order": 7},)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.FAILED
+
+
+async def _wait_for_event(handle, event_type: str, timeout: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        history = await handle.fetch_history()
+        if any(e.event_type == event_type for e in history.events):
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no {event_type} event within {timeout}s")
