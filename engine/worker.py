@@ -130,6 +130,19 @@ class Worker:
         if self._workflows is None:
             raise InvalidArgumentError("this worker was created without workflows")
         self._workflows.replace_definition(defn)
+        if self._running:
+            self._expedite(defn.name)
+
+    def _expedite(self, workflow_type: str) -> None:
+        async def go() -> None:
+            try:
+                await self.client.service.retry_workflow_tasks_now(
+                    self.client.namespace, workflow_type
+                )
+            except Exception as err:  # best effort: the normal backoff still applies
+                log.debug("could not expedite retries of %s: %s", workflow_type, err)
+
+        self._tasks.append(asyncio.get_running_loop().create_task(go()))
 
     def start(self) -> None:
         """Start polling in the background of the running event loop."""
@@ -141,6 +154,9 @@ class Worker:
             self.client._acquire_host()
         if self._workflows is not None:
             self._tasks.append(loop.create_task(self._workflows.run(), name="durable-wft-poll"))
+            # Runs whose tasks kept failing may be fixed by this worker's code: retry now.
+            for name in self._workflow_defs:
+                self._expedite(name)
         if self._activity_defs:
             self._activities = ActivityRunner(
                 self.client.service,

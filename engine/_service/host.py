@@ -50,18 +50,12 @@ class ServiceHost:
                 generation = notifier.generation(TIMERS_CHANNEL)
                 if await service.fire_due_timers():
                     continue
-                next_at = await service.next_timer_at()
-                if (
-                    clock.skipping
-                    and getattr(clock, "auto_skip", False)
-                    and next_at is not None
-                    and not await service.work_in_progress()
-                ):
+                if clock.skipping and getattr(clock, "auto_skip", False):
                     # Give in-process workers a moment to pick up anything just committed.
                     await asyncio.sleep(0.002)
-                    if not await service.work_in_progress():
-                        clock.advance_to(next_at)  # type: ignore[attr-defined]
+                    if await service.skip_to_next_timer():
                         continue
+                next_at = await service.next_timer_at()
                 delay = self.poll_interval
                 if next_at is not None:
                     delay = min(delay, clock.real_delay(next_at))

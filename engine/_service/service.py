@@ -39,6 +39,7 @@ from .state import (
     RunState,
     new_run_id,
     task_queue_json,
+    wft_channel,
 )
 from .types import (
     ActivityTask,
@@ -142,11 +143,23 @@ class ActivityService:
 
         return await self.store.transaction(fn)
 
-    async def work_in_progress(self) -> bool:
-        """Whether any task is ready or running."""
+    async def skip_to_next_timer(self) -> bool:
+        """Time skipping: if no task is ready or running, move the clock to the next timer.
+
+        The check and the jump happen inside one transaction (on SQLite it holds the write
+        lock), so a timer or task committed meanwhile cannot be jumped over.
+        """
 
         def fn(tx: StoreTx) -> bool:
-            return tx.work_in_progress(self.clock.now())
+            tx.consistent_snapshot()
+            now = self.clock.now()
+            if tx.work_in_progress(now):
+                return False
+            next_at = tx.next_timer_at()
+            if next_at is None or next_at <= now:
+                return False
+            self.clock.advance_to(next_at)  # type: ignore[attr-defined]
+            return True
 
         return await self.store.transaction(fn)
 
@@ -841,7 +854,10 @@ class Service(ActivityService):
         """Make backed-off workflow tasks of a type runnable at once (after a code fix)."""
 
         def fn(tx: StoreTx) -> int:
-            return tx.expedite_workflow_tasks(namespace, workflow_type, self.clock.now())
+            queues = tx.expedite_workflow_tasks(namespace, workflow_type, self.clock.now())
+            for queue in queues:
+                tx.wake(wft_channel(namespace, queue))
+            return len(queues)
 
         return await self.store.transaction(fn)
 

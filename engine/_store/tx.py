@@ -228,21 +228,19 @@ class StoreTx:
         value = self.conn.execute(stmt).scalar()
         return None if value is None else str(value)
 
-    def expedite_workflow_tasks(self, namespace: str, workflow_type: str, now: float) -> int:
-        """Make backed-off workflow tasks of a workflow type ready now; return how many."""
+    def expedite_workflow_tasks(self, namespace: str, workflow_type: str, now: float) -> set[str]:
+        """Make backed-off workflow tasks of a workflow type ready now; return their queues."""
         runs = sa.select(_E.run_id).where(
             _E.namespace == namespace, _E.workflow_type == workflow_type, _E.status == 1
         )
-        result = self.conn.execute(
-            workflow_tasks.update()
-            .where(
-                _WT.run_id.in_(runs),
-                _WT.state == WFT_SCHEDULED,
-                _WT.visible_at > now,
-            )
-            .values(visible_at=now)
-        )
-        return int(result.rowcount or 0)
+        waiting = _WT.run_id.in_(runs) & (_WT.state == WFT_SCHEDULED) & (_WT.visible_at > now)
+        queues = {
+            str(q)
+            for q in self.conn.execute(sa.select(_WT.task_queue).where(waiting).distinct()).scalars()
+        }
+        if queues:
+            self.conn.execute(workflow_tasks.update().where(waiting).values(visible_at=now))
+        return queues
 
     # -- activity tasks ---------------------------------------------------------------
 
@@ -383,6 +381,11 @@ class StoreTx:
         ).all()
 
     # -- time skipping ----------------------------------------------------------------
+
+    def consistent_snapshot(self) -> None:
+        """Make the following reads see one snapshot (PostgreSQL; SQLite already does)."""
+        if self.postgres:
+            self.conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
     def work_in_progress(self, now: float) -> bool:
         """Whether any task is ready or running (the time-skipping clock waits for it)."""
