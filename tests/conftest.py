@@ -33,6 +33,16 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'durable.db'}"
         return
+    yield from _fresh_pg_schema()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL schema (for tests about PostgreSQL only)."""
+    yield from _fresh_pg_schema()
+
+
+def _fresh_pg_schema() -> Iterator[str]:
     schema = "t_" + uuid.uuid4().hex[:12]
     admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT")
     try:

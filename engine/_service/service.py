@@ -170,6 +170,7 @@ class Service(ActivityService):
     def __init__(self, store: Store, clock: Clock | None = None) -> None:
         self.store = store
         self.clock = clock or Clock()
+        self._namespaces: set[str] = set()
 
     # =================================================================================
     # runs
@@ -177,13 +178,16 @@ class Service(ActivityService):
 
     async def start_workflow(self, req: StartWorkflowRequest) -> StartWorkflowResult:
         """Start a run, applying the id reuse and conflict policies."""
-        return await self.store.transaction(self._start_workflow, req)
+        result = await self.store.transaction(self._start_workflow, req)
+        self._namespaces.add(req.namespace)  # committed: no need to ensure it again
+        return result
 
     def _start_workflow(
         self, tx: StoreTx, req: StartWorkflowRequest, run_id: str | None = None
     ) -> StartWorkflowResult:
         now = self.clock.now()
-        tx.ensure_namespace(req.namespace, DEFAULT_RETENTION, now)
+        if req.namespace not in self._namespaces:
+            tx.ensure_namespace(req.namespace, DEFAULT_RETENTION, now)
         open_run = tx.find_open_run(req.namespace, req.workflow_id, lock=True)
         if open_run is not None:
             policy = req.id_conflict_policy

@@ -52,16 +52,17 @@ class StoreTx:
     # -- namespaces -------------------------------------------------------------------
 
     def ensure_namespace(self, name: str, retention_seconds: float, now: float) -> None:
-        """Create the namespace if it does not exist."""
-        found = self.conn.execute(
-            sa.select(namespaces.c.name).where(namespaces.c.name == name)
-        ).first()
-        if found is None:
-            self.conn.execute(
-                namespaces.insert().values(
-                    name=name, retention_seconds=retention_seconds, created_at=now
-                )
-            )
+        """Create the namespace if it does not exist (safe when racing other processes)."""
+        insert: Any
+        if self.postgres:
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        self.conn.execute(
+            insert(namespaces)
+            .values(name=name, retention_seconds=retention_seconds, created_at=now)
+            .on_conflict_do_nothing(index_elements=["name"])
+        )
 
     def get_namespace(self, name: str) -> Row | None:
         """The namespace row, or None."""
@@ -236,7 +237,9 @@ class StoreTx:
         waiting = _WT.run_id.in_(runs) & (_WT.state == WFT_SCHEDULED) & (_WT.visible_at > now)
         queues = {
             str(q)
-            for q in self.conn.execute(sa.select(_WT.task_queue).where(waiting).distinct()).scalars()
+            for q in self.conn.execute(
+                sa.select(_WT.task_queue).where(waiting).distinct()
+            ).scalars()
         }
         if queues:
             self.conn.execute(workflow_tasks.update().where(waiting).values(visible_at=now))

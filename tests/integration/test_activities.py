@@ -67,8 +67,12 @@ class RunActivity:
         )
 
 
-async def _run(env: WorkflowEnvironment, task_queue: str, activities: list, name: str, options: dict):
-    async with Worker(env.client, task_queue=task_queue, workflows=[RunActivity], activities=activities):
+async def _run(
+    env: WorkflowEnvironment, task_queue: str, activities: list, name: str, options: dict
+):
+    async with Worker(
+        env.client, task_queue=task_queue, workflows=[RunActivity], activities=activities
+    ):
         handle = await env.client.start_workflow(
             RunActivity.run, args=[name, options], id="a-" + uuid.uuid4().hex, task_queue=task_queue
         )
@@ -78,7 +82,9 @@ async def _run(env: WorkflowEnvironment, task_queue: str, activities: list, name
             return handle, None, err
 
 
-async def test_fail_twice_then_succeed_records_attempt_3(env: WorkflowEnvironment, task_queue: str) -> None:
+async def test_fail_twice_then_succeed_records_attempt_3(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
     handle, result, err = await _run(env, task_queue, [flaky], "flaky", {})
     assert err is None and result == "ok after 3 attempts: arg"
     history = (await handle.fetch_history()).events
@@ -96,7 +102,9 @@ async def test_fail_twice_then_succeed_records_attempt_3(env: WorkflowEnvironmen
     assert 2.0 <= gap2 < 2.5
 
 
-async def test_non_retryable_type_fails_after_one_attempt(env: WorkflowEnvironment, task_queue: str) -> None:
+async def test_non_retryable_type_fails_after_one_attempt(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
     handle, _, err = await _run(
         env, task_queue, [invalid_card], "invalid_card", {"non_retryable": ["InvalidCard"]}
     )
@@ -105,21 +113,29 @@ async def test_non_retryable_type_fails_after_one_attempt(env: WorkflowEnvironme
     assert isinstance(cause, ActivityError)
     assert isinstance(cause.cause, ApplicationError) and cause.cause.type == "InvalidCard"
     assert len(await handle.fetch_attempts()) == 1
-    failed = next(e for e in (await handle.fetch_history()).events if e.event_type == "ActivityTaskFailed")
+    failed = next(
+        e for e in (await handle.fetch_history()).events if e.event_type == "ActivityTaskFailed"
+    )
     assert failed.attributes["retryState"] == "RETRY_STATE_NON_RETRYABLE_FAILURE"
 
 
 async def test_maximum_attempts(env: WorkflowEnvironment, task_queue: str) -> None:
-    handle, _, err = await _run(env, task_queue, [always_fails], "always_fails", {"max_attempts": 3})
+    handle, _, err = await _run(
+        env, task_queue, [always_fails], "always_fails", {"max_attempts": 3}
+    )
     assert err is not None
     assert len(await handle.fetch_attempts()) == 3
-    failed = next(e for e in (await handle.fetch_history()).events if e.event_type == "ActivityTaskFailed")
+    failed = next(
+        e for e in (await handle.fetch_history()).events if e.event_type == "ActivityTaskFailed"
+    )
     assert failed.attributes["retryState"] == "RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED"
     # A plain exception in an activity is an ApplicationError named after its class.
     assert failed.attributes["failure"]["applicationFailureInfo"]["type"] == "RuntimeError"
 
 
-async def test_schedule_to_close_truncates_retries(env: WorkflowEnvironment, task_queue: str) -> None:
+async def test_schedule_to_close_truncates_retries(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
     # Retries at 1, 2, 4, 8 s ... but the whole activity may take at most 5 s.
     handle, _, err = await _run(
         env, task_queue, [always_fails], "always_fails", {"schedule_to_close": 5}
@@ -127,7 +143,9 @@ async def test_schedule_to_close_truncates_retries(env: WorkflowEnvironment, tas
     assert err is not None
     attempts = await handle.fetch_attempts()
     assert len(attempts) == 3  # at 0 s, 1 s, 3 s; the next (7 s) would pass the 5 s bound
-    failed = next(e for e in (await handle.fetch_history()).events if e.event_type == "ActivityTaskFailed")
+    failed = next(
+        e for e in (await handle.fetch_history()).events if e.event_type == "ActivityTaskFailed"
+    )
     assert failed.attributes["retryState"] == "RETRY_STATE_TIMEOUT"
 
 
@@ -138,15 +156,21 @@ async def hangs_first(name: str) -> str:
     return f"attempt {activity.info().attempt}"
 
 
-async def test_hung_attempt_is_retried_after_start_to_close(env: WorkflowEnvironment, task_queue: str) -> None:
+async def test_hung_attempt_is_retried_after_start_to_close(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
     handle, result, err = await _run(
         env, task_queue, [hangs_first], "hangs_first", {"start_to_close": 1, "initial": 0.1}
     )
     assert err is None and result == "attempt 2"
     attempts = await handle.fetch_attempts()
     assert attempts[0]["outcome"] == "timed_out"
-    assert attempts[0]["failure"]["timeoutFailureInfo"]["timeoutType"] == "TIMEOUT_TYPE_START_TO_CLOSE"
-    started = next(e for e in (await handle.fetch_history()).events if e.event_type == "ActivityTaskStarted")
+    assert (
+        attempts[0]["failure"]["timeoutFailureInfo"]["timeoutType"] == "TIMEOUT_TYPE_START_TO_CLOSE"
+    )
+    started = next(
+        e for e in (await handle.fetch_history()).events if e.event_type == "ActivityTaskStarted"
+    )
     assert started.attributes["attempt"] == 2
 
 
@@ -219,7 +243,9 @@ class CancelActivity:
 
 
 @pytest.mark.parametrize("name", ["heartbeating_worker", "silent_worker"])
-async def test_cancel_reaches_only_heartbeating_activities(client, task_queue: str, name: str) -> None:
+async def test_cancel_reaches_only_heartbeating_activities(
+    client, task_queue: str, name: str
+) -> None:
     key = uuid.uuid4().hex
     async with Worker(
         client,
@@ -238,7 +264,9 @@ async def test_cancel_reaches_only_heartbeating_activities(client, task_queue: s
         assert result == "finished unaware"
 
 
-async def test_schedule_to_start_times_out_without_retry(env: WorkflowEnvironment, task_queue: str) -> None:
+async def test_schedule_to_start_times_out_without_retry(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
     @workflow.defn(name="NoActivityWorker")
     class NoActivityWorker:
         @workflow.run
@@ -277,7 +305,12 @@ async def test_sync_activity_runs_in_thread_pool(client, task_queue: str) -> Non
             )
 
     async with Worker(client, task_queue=task_queue, workflows=[AddWF], activities=[blocking_add]):
-        assert await client.execute_workflow(AddWF.run, id="add-" + uuid.uuid4().hex, task_queue=task_queue) == 5
+        assert (
+            await client.execute_workflow(
+                AddWF.run, id="add-" + uuid.uuid4().hex, task_queue=task_queue
+            )
+            == 5
+        )
 
 
 async def test_cancelled_error_type_is_exported() -> None:

@@ -117,7 +117,10 @@ async def test_plain_exception_fails_the_task_and_the_run_recovers(
             == "WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE"
         )
         assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
-        assert worker.metrics.snapshot()["temporal_workflow_task_execution_failed"]["WorkflowError"] >= 1
+        assert (
+            worker.metrics.snapshot()["temporal_workflow_task_execution_failed"]["WorkflowError"]
+            >= 1
+        )
         BROKEN["on"] = False  # the fix is deployed
         worker.register_workflow(Fragile)
         assert await asyncio.wait_for(handle.result(), 30) == "fixed"
@@ -151,7 +154,9 @@ class Quick:
         return outcome
 
 
-async def test_same_workflow_id_twice_while_open_is_refused(client: Client, task_queue: str) -> None:
+async def test_same_workflow_id_twice_while_open_is_refused(
+    client: Client, task_queue: str
+) -> None:
     wid = "dup-" + uuid.uuid4().hex
     first = await client.start_workflow(Quick.run, "wait", id=wid, task_queue=task_queue)
     with pytest.raises(WorkflowAlreadyStartedError) as info:
@@ -237,7 +242,9 @@ async def test_oversized_payload_is_refused_before_anything_is_written(
 ) -> None:
     wid = "big-" + uuid.uuid4().hex
     with pytest.raises(PayloadSizeError, match="2 MB"):
-        await client.start_workflow(Quick.run, "x" * (3 * 1024 * 1024), id=wid, task_queue=task_queue)
+        await client.start_workflow(
+            Quick.run, "x" * (3 * 1024 * 1024), id=wid, task_queue=task_queue
+        )
     assert [w async for w in client.list_workflows(f"WorkflowId = '{wid}'")] == []
 
 
