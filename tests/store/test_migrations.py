@@ -1,0 +1,91 @@
+"""Migrations on an empty database yield exactly the declared schema (both backends)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from engine._store.gateway import Store
+from engine._store.migrations import MIGRATIONS, current_version
+from engine._store.schema import SCHEMA_VERSION, metadata
+
+
+def _normalise_type(t: sa.types.TypeEngine, dialect: sa.Dialect) -> str:
+    return t.compile(dialect=dialect).split("(")[0].replace("DOUBLE PRECISION", "DOUBLE")
+
+
+def test_migrating_an_empty_database_yields_the_declared_schema(db_url: str) -> None:
+    store = Store(db_url)
+    store.open()
+    try:
+        inspector = sa.inspect(store.engine)
+        dialect = store.engine.dialect
+        tables = {t for t in inspector.get_table_names() if t.startswith("dn_")}
+        assert tables == set(metadata.tables)
+        for name, table in metadata.tables.items():
+            reflected = {c["name"]: c for c in inspector.get_columns(name)}
+            assert list(reflected) == [c.name for c in table.columns], name
+            for column in table.columns:
+                got = reflected[column.name]
+                assert got["nullable"] == column.nullable, (name, column.name)
+                want_type = _normalise_type(column.type, dialect)
+                got_type = _normalise_type(got["type"], dialect)
+                if want_type == "SERIAL":
+                    want_type = "INTEGER"
+                assert got_type == want_type, (name, column.name, got_type, want_type)
+            pk = inspector.get_pk_constraint(name)["constrained_columns"]
+            assert pk == [c.name for c in table.primary_key.columns], name
+            indexes = {
+                i["name"]: (tuple(i["column_names"]), bool(i["unique"]))
+                for i in inspector.get_indexes(name)
+            }
+            declared = {
+                i.name: (tuple(c.name for c in i.columns), bool(i.unique)) for i in table.indexes
+            }
+            assert indexes == declared, name
+        with store.engine.begin() as conn:
+            assert current_version(conn) == SCHEMA_VERSION == MIGRATIONS[-1].version
+    finally:
+        store.close()
+
+
+def test_migrating_twice_changes_nothing(db_url: str) -> None:
+    first = Store(db_url)
+    first.open()
+    first.close()
+    second = Store(db_url)
+    second.open()
+    with second.engine.begin() as conn:
+        rows = conn.execute(sa.text("SELECT version FROM dn_schema_versions")).scalars().all()
+    second.close()
+    assert rows == [m.version for m in MIGRATIONS]
+
+
+def test_open_workflow_id_is_unique_but_closed_ones_may_repeat(db_url: str) -> None:
+    store = Store(db_url)
+    store.open()
+    row = {
+        "namespace": "default",
+        "workflow_id": "w",
+        "workflow_type": "T",
+        "task_queue": "q",
+        "start_time": 0.0,
+        "first_run_id": "r",
+        "next_event_id": 1,
+        "history_size_bytes": 0,
+        "workflow_task_timeout": 10.0,
+    }
+    table = metadata.tables["dn_executions"]
+    try:
+        with store.engine.begin() as conn:
+            conn.execute(table.insert().values(run_id="r1", status=2, **row))
+            conn.execute(table.insert().values(run_id="r2", status=3, **row))
+            conn.execute(table.insert().values(run_id="r3", status=1, **row))
+        try:
+            with store.engine.begin() as conn:
+                conn.execute(table.insert().values(run_id="r4", status=1, **row))
+        except sa.exc.IntegrityError:
+            pass
+        else:
+            raise AssertionError("a second open run with the same workflow id was accepted")
+    finally:
+        store.close()
