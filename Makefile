@@ -25,7 +25,8 @@ types:
 
 # Everything CI runs: install, lint, types, the whole test suite (SQLite and PostgreSQL).
 test: install-test lint types
-	$(PYTHON) -m pytest -q -p no:cacheprovider
+	$(PYTHON) -m pytest -q -p no:cacheprovider --nbval-lax \
+		--nbval-sanitize-with notebooks/nbval_sanitize.cfg tests notebooks
 
 check: test
 

@@ -23,7 +23,7 @@ from ._service.host import ServiceHost
 from ._service.service import Service
 from ._service.state import closed_channel
 from ._service.types import StartWorkflowRequest
-from ._store.gateway import Store, shared_store
+from ._store.gateway import Store, release_store, shared_store
 from .common import (
     RetryPolicy,
     WorkflowExecutionStatus,
@@ -86,6 +86,7 @@ class Client:
         self.service = Service(store, clock)
         self._host: ServiceHost | None = None
         self._host_users = 0
+        self._closed = False
 
     @classmethod
     async def connect(
@@ -114,6 +115,22 @@ class Client:
             identity=identity,
             clock=clock,
         )
+
+    async def close(self) -> None:
+        """Release the database connection (closed once no client in the process uses it)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._host is not None:
+            host, self._host = self._host, None
+            await host.stop()
+        await asyncio.to_thread(release_store, self.store)
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
     @property
     def database_url(self) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ._service.clock import Clock, SkippingClock
-from ._store.gateway import Store, forget_store
+from ._store.gateway import Store
 from .client import Client
 from .converter import DataConverter
 
@@ -59,6 +59,7 @@ class WorkflowEnvironment:
             tmpdir = Path(tempfile.mkdtemp(prefix="durable-env-"))
             database_url = f"sqlite:///{tmpdir / 'durable.db'}"
         store = await asyncio.to_thread(_open_private, database_url)
+        store._users = 1
         client = Client(store, data_converter=data_converter, clock=clock)
         client._acquire_host()
         return cls(client, clock, tmpdir)
@@ -85,8 +86,7 @@ class WorkflowEnvironment:
     async def shutdown(self) -> None:
         """Stop the timer loop, close the database, remove a temporary one."""
         await self.client._release_host()
-        store = self.client.store
-        await asyncio.to_thread(forget_store, store)
+        await self.client.close()
         if self._tmpdir is not None:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
 

@@ -16,7 +16,6 @@ import pytest
 import sqlalchemy as sa
 
 from engine import Client
-from engine._store.gateway import forget_store
 from engine.testing import WorkflowEnvironment
 
 PG_URL = os.environ.get("DURABLE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -66,7 +65,7 @@ async def client(db_url: str) -> AsyncIterator[Client]:
     try:
         yield c
     finally:
-        forget_store(c.store)
+        await c.close()
 
 
 @pytest.fixture

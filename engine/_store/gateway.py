@@ -113,7 +113,10 @@ _registry_lock = threading.Lock()
 
 
 def shared_store(url: str | None, *, fsync: bool = False) -> Store:
-    """One :class:`Store` per URL in this process, so clients and workers share wake-ups."""
+    """One :class:`Store` per URL in this process, so clients and workers share wake-ups.
+
+    Each call counts as a user; :func:`release_store` closes the store after the last one.
+    """
     parsed = parse_url(url)
     key = (parsed.render_as_string(hide_password=False), fsync)
     with _registry_lock:
@@ -122,7 +125,20 @@ def shared_store(url: str | None, *, fsync: bool = False) -> Store:
             store = Store(key[0], fsync=fsync)
             store.open()
             _registry[key] = store
+        store._users += 1
         return store
+
+
+def release_store(store: Store) -> None:
+    """One user of a shared store is done; close it when none is left."""
+    with _registry_lock:
+        store._users -= 1
+        if store._users > 0:
+            return
+        for key, value in list(_registry.items()):
+            if value is store:
+                del _registry[key]
+    store.close()
 
 
 def forget_store(store: Store) -> None:

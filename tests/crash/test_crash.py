@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from engine import Client
-from engine._store.gateway import forget_store
 
 from .worker_proc import CrashActivityWF, CrashTimerWF, ShareWF
 
@@ -173,4 +172,4 @@ async def test_two_worker_processes_share_one_postgres_queue(
             e.attributes["identity"] for e in events if e.event_type == "WorkflowTaskCompleted"
         }
     assert len(identities) == 2, "both worker processes took work"
-    forget_store(client.store)
+    await client.close()
