@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from engine import Client, Worker, activity, workflow
+from engine import Client, RetryPolicy, Worker, activity, workflow
 from engine.testing import WorkflowEnvironment
 
 from .test_basics import _wait_for_event
@@ -219,3 +219,62 @@ async def test_heartbeats_are_throttled(client: Client, task_queue: str) -> None
         )
     # 50 heartbeats over ~0.5 s with a 0.8 s throttle: one or two writes, not 50.
     assert 1 <= calls <= 3
+
+
+@activity.defn
+async def long_running(key: str) -> str:
+    info = activity.info()
+    if info.attempt == 1:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            SHUTDOWN_SEEN[key] = True
+            raise
+    return f"attempt {info.attempt}"
+
+
+SHUTDOWN_SEEN: dict[str, bool] = {}
+
+
+@workflow.defn
+class LongRunning:
+    @workflow.run
+    async def run(self, key: str) -> str:
+        return await workflow.execute_activity(
+            long_running,
+            key,
+            start_to_close_timeout=timedelta(minutes=10),
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50)),
+        )
+
+
+async def test_graceful_shutdown_hands_running_activities_back(
+    client: Client, task_queue: str
+) -> None:
+    key = uuid.uuid4().hex
+    first = Worker(
+        client, task_queue=task_queue, workflows=[LongRunning], activities=[long_running]
+    )
+    first.start()
+    handle = await client.start_workflow(
+        LongRunning.run, key, id="gs-" + key, task_queue=task_queue
+    )
+    await _wait_for_attempt(handle)
+    await first.shutdown()
+    assert SHUTDOWN_SEEN.get(key) is True  # the attempt was cancelled, not abandoned
+    attempts = await handle.fetch_attempts()
+    assert attempts[0]["outcome"] == "failed"
+    assert attempts[0]["failure"]["applicationFailureInfo"]["type"] == "WorkerShutdown"
+    # The next attempt need not wait for the 10-minute start-to-close timeout.
+    async with Worker(
+        client, task_queue=task_queue, workflows=[LongRunning], activities=[long_running]
+    ):
+        assert await asyncio.wait_for(handle.result(), 20) == "attempt 2"
+
+
+async def _wait_for_attempt(handle) -> None:
+    for _ in range(500):
+        if await handle.fetch_attempts():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("no attempt started")
