@@ -11,9 +11,10 @@ PostgreSQL schema that is dropped afterwards), so ``W1_worker_peak_rss`` is that
 that ran W1 alone. Result lines are printed in the peers' format and written to
 ``bench/results/latest-<backend>.txt``.
 
-``--profile`` runs W1 once (after the warm-up) under cProfile, in this process, and prints
-the top 40 functions by cumulative and by own time, for the event-loop thread and for the
-store's database thread(s) separately.
+``--profile`` runs W1 in this process, after the warm-up: once unprofiled, counting the store's
+transactions by function (count, wall time), then once under cProfile, printing the top 40
+functions by cumulative and by own time for the event-loop thread and for the store's
+database thread(s) separately (plus the top 40 of the engine's own functions).
 """
 
 from __future__ import annotations
@@ -202,25 +203,6 @@ def new_tq() -> str:
     return f"bench-{uuid.uuid4().hex[:8]}"
 
 
-# Workaround, untimed: start one workflow alone before the concurrent warm-up. On a fresh
-# PostgreSQL database, concurrent first start_workflow calls race to create the namespace row
-# (check-then-insert in StoreTx.ensure_namespace) and fail with UniqueViolation on
-# dn_namespaces_pkey. --no-namespace-workaround turns this off to reproduce the bug.
-NAMESPACE_WORKAROUND = True
-
-
-async def prime_namespace(client: Client, tq: str) -> None:
-    if NAMESPACE_WORKAROUND:
-        wid = f"prime-{uuid.uuid4().hex[:8]}"
-        await guarded(
-            client.execute_workflow(OneActivityWF.run, 0, id=wid, task_queue=tq),
-            60,
-            "namespace priming workflow",
-            client,
-            [wid],
-        )
-
-
 def new_worker(client: Client, tq: str) -> Worker:
     # Engine defaults for concurrency and polling, like the peers use their SDK defaults.
     return Worker(client, task_queue=tq, workflows=ALL_WORKFLOWS, activities=ALL_ACTIVITIES)
@@ -253,7 +235,6 @@ async def w1(client: Client, emit: Emitter, reps: int, timeout: float, n: int = 
     tq = new_tq()
     rates: list[float] = []
     async with new_worker(client, tq):
-        await prime_namespace(client, tq)
         await w1_once(client, tq, 20, timeout)  # warm-up, not timed
         for _ in range(reps):
             dt = await w1_once(client, tq, n, timeout)
@@ -293,7 +274,6 @@ async def w2(
     lats: list[float] = []
     lat1: list[float] = []
     async with new_worker(client, tq):
-        await prime_namespace(client, tq)
         await w2_once(client, tq, 2, 5, timeout)  # warm-up
         for _ in range(reps):
             dt, durs = await w2_once(client, tq, nwf, steps, timeout)
@@ -351,7 +331,6 @@ async def w4(
     smeds: list[float] = []
     smaxs: list[float] = []
     async with new_worker(client, tq):
-        await prime_namespace(client, tq)
         await w4_once(client, tq, 2, 0.05, timeout)  # warm-up
         for _ in range(reps):
             late, e2e, slate = await w4_once(client, tq, n, secs, timeout)
@@ -483,8 +462,6 @@ def run_child(
         "--child-timeout",
         str(args.child_timeout),
     ]
-    if args.no_namespace_workaround:
-        cmd.append("--no-namespace-workaround")
     lines: list[str] = []
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1, cwd=REPO)
     # Backstop beyond the child's own watchdog; kills exactly this child.
@@ -574,20 +551,42 @@ def _print_stats(title: str, st: pstats.Stats) -> None:
         # drop pstats' header lines before the table
         start = text.find("   ncalls")
         print(text[start:] if start >= 0 else text)
+    # The same, restricted to the engine's own code (where a change would go).
+    print(f"\n---- {title}: top 40 engine/ functions by cumulative time")
+    buf = io.StringIO()
+    st.stream = buf  # type: ignore[attr-defined]
+    st.sort_stats("cumulative").print_stats(r"^engine/", 40)
+    text = buf.getvalue()
+    start = text.find("   ncalls")
+    print(text[start:] if start >= 0 else text)
 
 
 async def profile_w1(url: str, backend: str, n: int = 500) -> None:
+    """W1 twice after the warm-up: once unprofiled with a census of the store's
+    transactions (count and wall time per transaction function), once under cProfile."""
     client = await Client.connect(url)
     store = client.store
     thread_profiles: dict[int, cProfile.Profile] = {}
+    census: dict[str, list[float]] = {}
     lock = threading.Lock()
     orig_run = getattr(store, "_run", None)
-    active = False
+    mode = "off"
 
-    def profiled_run(*a: Any, **kw: Any) -> Any:
+    def instrumented_run(*a: Any, **kw: Any) -> Any:
         # The store runs each transaction on its own thread(s); cProfile sees one thread
         # only, so each store thread gets a profiler enabled around each transaction.
-        if not active:
+        if mode == "census":
+            name = getattr(a[0], "__qualname__", repr(a[0])) if a else "?"
+            t = time.perf_counter()
+            try:
+                return orig_run(*a, **kw)  # type: ignore[misc]
+            finally:
+                dt = time.perf_counter() - t
+                with lock:
+                    entry = census.setdefault(name, [0, 0.0])
+                    entry[0] += 1
+                    entry[1] += dt
+        if mode != "profile":
             return orig_run(*a, **kw)  # type: ignore[misc]
         tid = threading.get_ident()
         with lock:
@@ -599,27 +598,41 @@ async def profile_w1(url: str, backend: str, n: int = 500) -> None:
             prof.disable()
 
     if orig_run is not None:
-        store._run = profiled_run  # type: ignore[method-assign]
+        store._run = instrumented_run  # type: ignore[method-assign]
     else:
         print("# note: Store._run not found; store threads are not profiled")
     tq = new_tq()
     main_prof = cProfile.Profile()
     try:
         async with new_worker(client, tq):
-            await prime_namespace(client, tq)
-            await w1_once(client, tq, 20, 300)  # warm-up, not profiled
+            await w1_once(client, tq, 20, 300)  # warm-up, not measured
+            mode = "census"
+            census_wall = await w1_once(client, tq, n, 600)
+            mode = "profile"
             cpu0, wall0 = time.process_time(), time.perf_counter()
-            active = True
             main_prof.enable()
             try:
                 await w1_once(client, tq, n, 600)
             finally:
                 main_prof.disable()
-                active = False
+                mode = "off"
             wall = time.perf_counter() - wall0
             cpu = time.process_time() - cpu0
     finally:
         forget_store(client.store)
+    total_n = sum(int(c) for c, _ in census.values())
+    total_t = sum(t for _, t in census.values())
+    print(
+        f"\n== store transactions during one unprofiled W1 run on {backend}: {n} workflows in "
+        f"{census_wall:.2f}s = {n / census_wall:.1f} wf/s; {total_n} transactions "
+        f"({total_n / n:.1f} per workflow), {total_t:.2f}s of transaction wall time"
+    )
+    print(f"{'count':>8} {'per wf':>7} {'total s':>8} {'mean ms':>8} {'share':>6}  function")
+    for name, (count, secs) in sorted(census.items(), key=lambda kv: -kv[1][1]):
+        print(
+            f"{int(count):8d} {count / n:7.2f} {secs:8.3f} {secs / count * 1000:8.3f} "
+            f"{secs / total_t * 100 if total_t else 0:5.1f}%  {name}"
+        )
     print(
         f"\n== profile of W1 on {backend}: {n} workflows in {wall:.2f}s = {n / wall:.1f} wf/s "
         f"under cProfile; process CPU {cpu:.2f}s ({cpu / wall * 100:.0f}% of one core)"
@@ -662,21 +675,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=1500.0,
         help="seconds one workload process may take in all",
     )
-    ap.add_argument(
-        "--no-namespace-workaround",
-        action="store_true",
-        help="skip the single untimed workflow that creates the namespace before the "
-        "concurrent warm-up (reproduces a PostgreSQL start race)",
-    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--db-url", help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
 def main() -> int:
-    global NAMESPACE_WORKAROUND
     args = parse_args()
-    NAMESPACE_WORKAROUND = not args.no_namespace_workaround
     if args.child:
         return child_main(args)
     backends = list(BACKENDS) if args.backend == "both" else [args.backend]

@@ -359,21 +359,15 @@ class WorkflowHandle:
         run = self.run_id or self.result_run_id
         return f"WorkflowHandle(id={self.id!r}, run_id={run!r})"
 
-    async def result(self, *, follow_runs: bool = True, poll_interval: float = 0.5) -> Any:
+    async def result(self, *, follow_runs: bool = True) -> Any:
         """Wait for the run to close; return its result or raise WorkflowFailureError.
 
         Follows continue-as-new to the newest run unless ``follow_runs=False``.
         """
         with self._client.service.clock.waiting_for_result():
-            return await self._wait_result(
-                run_id=self.result_run_id or self.run_id,
-                follow_runs=follow_runs,
-                poll_interval=poll_interval,
-            )
+            return await self._wait_result(self.result_run_id or self.run_id, follow_runs)
 
-    async def _wait_result(
-        self, *, run_id: str | None, follow_runs: bool, poll_interval: float
-    ) -> Any:
+    async def _wait_result(self, run_id: str | None, follow_runs: bool) -> Any:
         client = self._client
         service = client.service
         notifier = client.store.notifier
@@ -384,7 +378,8 @@ class WorkflowHandle:
             run_id = row.run_id
             status = WorkflowExecutionStatus(row.status)
             if status == WorkflowExecutionStatus.RUNNING:
-                await notifier.wait(closed_channel(run_id), poll_interval, since=generation)
+                with service.close_watcher.watching(run_id):
+                    await notifier.wait(closed_channel(run_id), 60.0, since=generation)
                 continue
             if status == WorkflowExecutionStatus.CONTINUED_AS_NEW and follow_runs:
                 run_id = row.new_run_id

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from .._replay import commands as cmd
@@ -48,6 +49,7 @@ from .types import (
     StartWorkflowResult,
     WorkflowTask,
 )
+from .watch import CloseWatcher
 
 JsonDict = dict[str, Any]
 S = WorkflowExecutionStatus
@@ -171,6 +173,7 @@ class Service(ActivityService):
         self.store = store
         self.clock = clock or Clock()
         self._namespaces: set[str] = set()
+        self.close_watcher = CloseWatcher(self)
 
     # =================================================================================
     # runs
@@ -188,7 +191,8 @@ class Service(ActivityService):
         now = self.clock.now()
         if req.namespace not in self._namespaces:
             tx.ensure_namespace(req.namespace, DEFAULT_RETENTION, now)
-        open_run = tx.find_open_run(req.namespace, req.workflow_id, lock=True)
+        latest = tx.find_latest_run(req.namespace, req.workflow_id, lock=True)
+        open_run = latest if latest is not None and latest.status == S.RUNNING else None
         if open_run is not None:
             policy = req.id_conflict_policy
             if req.id_reuse_policy == WorkflowIDReusePolicy.TERMINATE_IF_RUNNING:
@@ -203,11 +207,11 @@ class Service(ActivityService):
                 raise WorkflowAlreadyStartedError(
                     req.workflow_id, open_run.workflow_type, run_id=open_run.run_id
                 )
-        elif req.continued_from is None:
-            self._check_reuse(tx, req, now)
+        elif req.continued_from is None and latest is not None:
+            self._check_reuse(tx, req, now, latest)
         run_id = run_id or new_run_id()
         first_run_id = req.first_run_id or run_id
-        tx.insert_execution(
+        values = dict(
             run_id=run_id,
             namespace=req.namespace,
             workflow_id=req.workflow_id,
@@ -227,9 +231,8 @@ class Service(ActivityService):
             new_run_id=None,
             request_id=req.request_id or None,
         )
-        row = tx.lock_execution(run_id)
-        assert row is not None
-        rs = RunState(tx, row, now)
+        tx.insert_execution(**values)
+        rs = RunState(tx, SimpleNamespace(**values), now)
         attrs: JsonDict = {
             "workflowType": {"name": req.workflow_type},
             "taskQueue": task_queue_json(req.task_queue),
@@ -271,10 +274,7 @@ class Service(ActivityService):
         rs.flush()
         return StartWorkflowResult(run_id, started=True)
 
-    def _check_reuse(self, tx: StoreTx, req: StartWorkflowRequest, now: float) -> None:
-        last = tx.find_latest_run(req.namespace, req.workflow_id)
-        if last is None:
-            return
+    def _check_reuse(self, tx: StoreTx, req: StartWorkflowRequest, now: float, last: Row) -> None:
         ns = tx.get_namespace(req.namespace)
         retention = float(ns.retention_seconds) if ns is not None else DEFAULT_RETENTION
         if last.close_time is not None and last.close_time + retention < now:
@@ -444,6 +444,14 @@ class Service(ActivityService):
     async def history(self, run_id: str, first_event_id: int = 1) -> list[HistoryEvent]:
         """The stored history of a run."""
         return await self.store.transaction(_read_history, run_id, first_event_id)
+
+    async def closed_among(self, run_ids: list[str]) -> list[str]:
+        """Which of these runs are closed."""
+
+        def fn(tx: StoreTx) -> list[str]:
+            return tx.closed_among(run_ids)
+
+        return await self.store.transaction(fn)
 
     async def attempts(self, run_id: str) -> list[JsonDict]:
         """All activity attempts of a run."""

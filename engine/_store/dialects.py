@@ -74,7 +74,7 @@ def create_engine(url: URL, *, fsync: bool) -> sa.Engine:
     if url.get_backend_name() == "sqlite":
         return _sqlite_engine(url, fsync=fsync)
     return sa.create_engine(
-        url, pool_size=8, max_overflow=8, pool_pre_ping=True, isolation_level="READ COMMITTED"
+        url, pool_size=8, max_overflow=8, pool_recycle=3600, isolation_level="READ COMMITTED"
     )
 
 

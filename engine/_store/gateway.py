@@ -8,7 +8,9 @@ PostgreSQL work on a small pool. Database errors are translated here.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -39,9 +41,8 @@ class Store:
         self.display_url = self.url.render_as_string(hide_password=True)
         self.engine = create_engine(self.url, fsync=fsync)
         self.notifier = Notifier()
-        self._executor = ThreadPoolExecutor(
-            max_workers=6 if self.postgres else 1, thread_name_prefix="durable-store"
-        )
+        self._executor = ThreadPoolExecutor(max_workers=6, thread_name_prefix="durable-store")
+        self._writer: _BatchingWriter | None = None
         self._listener: PostgresListener | None = None
         self._closed = False
         self._users = 0
@@ -63,12 +64,18 @@ class Store:
         if self.postgres:
             self._listener = PostgresListener(self.url, self.notifier.notify)
             self._listener.start()
+        else:
+            self._writer = _BatchingWriter(self)
 
     async def transaction(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(tx, *args)`` in one database transaction on the store's thread(s)."""
         if self._closed:
             raise StoreError("the store is closed")
         loop = asyncio.get_running_loop()
+        if self._writer is not None:
+            fut: asyncio.Future[T] = loop.create_future()
+            self._writer.submit(fn, args, loop, fut)
+            return await fut
         return await loop.run_in_executor(self._executor, self._run, fn, args)
 
     def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
@@ -76,6 +83,10 @@ class Store:
         return self._run(fn, args)
 
     def _run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        if self._writer is not None and threading.current_thread() is not self._writer.thread:
+            done: concurrent.futures.Future[T] = concurrent.futures.Future()
+            self._writer.submit(fn, args, None, done)
+            return done.result()
         for attempt in range(1, 6):
             try:
                 with self.engine.begin() as conn:
@@ -91,8 +102,9 @@ class Store:
                 return result
             except OperationalError as err:
                 code = getattr(err.orig, "sqlstate", None)
-                if code in _RETRYABLE_PG and attempt < 5:
-                    log.debug("retrying transaction after %s", code)
+                if (code in _RETRYABLE_PG or err.connection_invalidated) and attempt < 5:
+                    # A lost pooled connection (server restart) or a lock conflict: retry.
+                    log.debug("retrying transaction after %s", code or "a lost connection")
                     continue
                 raise StoreError(f"database error on {self.display_url}: {err.orig}") from err
         raise AssertionError("unreachable")
@@ -104,8 +116,123 @@ class Store:
         self._closed = True
         if self._listener is not None:
             self._listener.stop()
+        if self._writer is not None:
+            self._writer.stop()
         self._executor.shutdown(wait=True)
         self.engine.dispose()
+
+
+_Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.AbstractEventLoop | None", Any]
+
+
+class _BatchingWriter:
+    """SQLite's single writer: one thread, one connection, several transactions per commit.
+
+    Waiting state changes are run back to back in one transaction (group commit). If one of
+    them raises, the whole batch is rolled back and each is run again in a transaction of
+    its own, so a failure never leaks into another caller's change.
+    """
+
+    MAX_BATCH = 64
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._main, name="durable-sqlite-writer", daemon=True)
+        self.thread.start()
+
+    def submit(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        loop: asyncio.AbstractEventLoop | None,
+        fut: Any,
+    ) -> None:
+        self._queue.put((fn, args, loop, fut))
+
+    def stop(self) -> None:
+        self._queue.put(None)
+        self.thread.join(timeout=10)
+
+    def _main(self) -> None:
+        conn = self.store.engine.connect()
+        try:
+            while True:
+                job = self._queue.get()
+                if job is None:
+                    return
+                batch = [job]
+                stop = False
+                while len(batch) < self.MAX_BATCH:
+                    try:
+                        more = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        stop = True
+                        break
+                    batch.append(more)
+                self._run_batch(conn, batch)
+                if stop:
+                    return
+        finally:
+            conn.close()
+
+    def _run_batch(self, conn: sa.Connection, batch: list[_Job]) -> None:
+        if len(batch) > 1:
+            results: list[Any] = []
+            try:
+                with conn.begin():
+                    tx = StoreTx(conn, postgres=False)
+                    for fn, args, _, _ in batch:
+                        results.append(fn(tx, *args))
+            except Exception:
+                pass  # run them one by one below, to find the failing one
+            else:
+                self.store.notifier.notify_many(tx.wakeups)
+                for (_, _, loop, fut), result in zip(batch, results, strict=True):
+                    _deliver(loop, fut, result, None)
+                return
+        for fn, args, loop, fut in batch:
+            try:
+                with conn.begin():
+                    tx = StoreTx(conn, postgres=False)
+                    result = fn(tx, *args)
+            except OperationalError as err:
+                _deliver(
+                    loop,
+                    fut,
+                    None,
+                    StoreError(f"database error on {self.store.display_url}: {err.orig}"),
+                )
+            except BaseException as err:  # delivered to the caller, who raises it
+                _deliver(loop, fut, None, err)
+            else:
+                self.store.notifier.notify_many(tx.wakeups)
+                _deliver(loop, fut, result, None)
+
+
+def _deliver(
+    loop: asyncio.AbstractEventLoop | None, fut: Any, result: Any, error: BaseException | None
+) -> None:
+    if loop is None:
+        if error is not None:
+            fut.set_exception(error)
+        else:
+            fut.set_result(result)
+        return
+    if loop.is_closed():
+        return
+    loop.call_soon_threadsafe(_settle, fut, result, error)
+
+
+def _settle(fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if fut.done():
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(result)
 
 
 _registry: dict[tuple[str, bool], Store] = {}

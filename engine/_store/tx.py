@@ -1,37 +1,175 @@
 """Every SQL statement the engine runs, as methods of one transaction (:class:`StoreTx`).
 
-The service composes these into state transitions; it never writes SQL itself. Rows come
-back as SQLAlchemy ``Row`` objects (attribute access by column name).
+The service composes these into state transitions; it never writes SQL itself. Statements
+are plain SQL text, prepared once per process and handed to the driver through SQLAlchemy
+(``exec_driver_sql``): building SQLAlchemy expressions on every call cost more than the
+database work itself. Parameters are written ``:name``; the PostgreSQL spelling
+(``%(name)s``) is derived once. Rows come back as SQLAlchemy ``Row`` objects.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
 
-from .schema import (
-    ACT_SCHEDULED,
-    ACT_STARTED,
-    WFT_SCHEDULED,
-    WFT_STARTED,
-    activity_attempts,
-    activity_tasks,
-    buffered_events,
-    executions,
-    history_events,
-    namespaces,
-    timers,
-    workflow_tasks,
-)
-
 Row = Any  # SQLAlchemy rows, read by column name
 
-_E = executions.c
-_WT = workflow_tasks.c
-_AT = activity_tasks.c
-_T = timers.c
+_PARAM = re.compile(r"(?<![:\w]):(\w+)")
+
+
+class Q:
+    """One SQL statement in both dialects' parameter styles."""
+
+    __slots__ = ("pg", "sqlite")
+
+    def __init__(self, sql: str, *, pg_suffix: str = "") -> None:
+        self.sqlite = sql
+        self.pg = _PARAM.sub(r"%(\1)s", sql + pg_suffix)
+
+
+_EXEC_COLS = (
+    "run_id, namespace, workflow_id, workflow_type, task_queue, status, start_time, "
+    "close_time, first_run_id, parent_workflow_id, parent_run_id, next_event_id, "
+    "history_size_bytes, workflow_task_timeout, run_timeout, execution_timeout, new_run_id, "
+    "request_id"
+)
+_WFT_COLS = (
+    "run_id, namespace, task_queue, state, attempt, scheduled_event_id, scheduled_time, "
+    "visible_at, started_event_id, started_time, identity, request_id, start_to_close"
+)
+_ACT_COLS = (
+    "run_id, scheduled_event_id, namespace, workflow_id, workflow_type, activity_id, "
+    "activity_type, task_queue, input, state, attempt, visible_at, scheduled_time, "
+    "attempt_scheduled_time, started_time, identity, request_id, schedule_to_close, "
+    "schedule_to_start, start_to_close, heartbeat_timeout, retry_policy, heartbeat_details, "
+    "last_heartbeat_time, last_failure, cancel_requested"
+)
+_TIMER_COLS = "id, run_id, kind, ref, attempt, fire_at, data"
+_ATTEMPT_COLS = (
+    "run_id, scheduled_event_id, attempt, activity_id, activity_type, identity, "
+    "scheduled_time, started_time, ended_time, outcome, failure"
+)
+_LOCK = " FOR UPDATE"
+
+GET_EXEC = Q(f"SELECT {_EXEC_COLS} FROM dn_executions WHERE run_id = :run_id")
+LOCK_EXEC = Q(GET_EXEC.sqlite, pg_suffix=_LOCK)
+LATEST_RUN = Q(
+    f"SELECT {_EXEC_COLS} FROM dn_executions WHERE namespace = :ns AND workflow_id = :wid "
+    "ORDER BY start_time DESC LIMIT 1"
+)
+LATEST_RUN_LOCK = Q(LATEST_RUN.sqlite, pg_suffix=_LOCK)
+OPEN_RUN = Q(
+    f"SELECT {_EXEC_COLS} FROM dn_executions "
+    "WHERE namespace = :ns AND workflow_id = :wid AND status = 1"
+)
+READ_EVENTS = Q(
+    "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
+    "WHERE run_id = :run_id AND event_id >= :first ORDER BY event_id"
+)
+LAST_EVENT = Q(
+    "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
+    "WHERE run_id = :run_id ORDER BY event_id DESC LIMIT 1"
+)
+INSERT_EVENT = Q(
+    "INSERT INTO dn_history_events (run_id, event_id, event_time, event_type, attributes) "
+    "VALUES (:run_id, :event_id, :event_time, :event_type, :attributes)"
+)
+BUFFER_EVENT = Q(
+    "INSERT INTO dn_buffered_events (run_id, event_time, event_type, attributes) "
+    "VALUES (:run_id, :event_time, :event_type, :attributes)"
+)
+READ_BUFFERED = Q(
+    "SELECT id, event_time, event_type, attributes FROM dn_buffered_events "
+    "WHERE run_id = :run_id ORDER BY id"
+)
+DELETE_BUFFERED = Q("DELETE FROM dn_buffered_events WHERE run_id = :run_id")
+HAS_BUFFERED = Q("SELECT 1 FROM dn_buffered_events WHERE run_id = :run_id LIMIT 1")
+GET_WFT = Q(f"SELECT {_WFT_COLS} FROM dn_workflow_tasks WHERE run_id = :run_id")
+DELETE_WFT = Q("DELETE FROM dn_workflow_tasks WHERE run_id = :run_id")
+NEXT_WFT = Q(
+    "SELECT t.run_id FROM dn_workflow_tasks t "
+    "WHERE t.namespace = :ns AND t.task_queue = :q AND t.state = 1 AND t.visible_at <= :now "
+    "ORDER BY t.visible_at LIMIT 1"
+)
+# PostgreSQL: lock the run row (the lock every change takes first), skipping busy runs.
+NEXT_WFT_PG = Q(
+    "SELECT e.run_id FROM dn_executions e JOIN dn_workflow_tasks t ON t.run_id = e.run_id "
+    "WHERE t.namespace = :ns AND t.task_queue = :q AND t.state = 1 AND t.visible_at <= :now "
+    "ORDER BY t.visible_at LIMIT 1 FOR UPDATE OF e SKIP LOCKED"
+)
+GET_ACT = Q(
+    f"SELECT {_ACT_COLS} FROM dn_activity_tasks "
+    "WHERE run_id = :run_id AND scheduled_event_id = :sched"
+)
+GET_ACT_LOCK = Q(GET_ACT.sqlite, pg_suffix=_LOCK)
+ACTS_OF_RUN = Q(
+    f"SELECT {_ACT_COLS} FROM dn_activity_tasks WHERE run_id = :run_id ORDER BY scheduled_event_id"
+)
+DELETE_ACT = Q(
+    "DELETE FROM dn_activity_tasks WHERE run_id = :run_id AND scheduled_event_id = :sched"
+)
+DELETE_ACTS_OF_RUN = Q("DELETE FROM dn_activity_tasks WHERE run_id = :run_id")
+NEXT_ACTS = Q(
+    f"SELECT {_ACT_COLS} FROM dn_activity_tasks "
+    "WHERE namespace = :ns AND task_queue = :q AND state = 1 AND visible_at <= :now "
+    "ORDER BY visible_at LIMIT :lim",
+    pg_suffix=" FOR UPDATE SKIP LOCKED",
+)
+INSERT_TIMER = Q(
+    "INSERT INTO dn_timers (run_id, kind, ref, attempt, fire_at, data) "
+    "VALUES (:run_id, :kind, :ref, :attempt, :fire_at, :data)"
+)
+GET_TIMER = Q(f"SELECT {_TIMER_COLS} FROM dn_timers WHERE id = :id")
+DELETE_TIMER = Q("DELETE FROM dn_timers WHERE id = :id")
+DELETE_TIMERS_OF_RUN = Q("DELETE FROM dn_timers WHERE run_id = :run_id")
+DUE_TIMERS = Q("SELECT id, run_id FROM dn_timers WHERE fire_at <= :now ORDER BY fire_at LIMIT :lim")
+NEXT_TIMER_AT = Q("SELECT MIN(fire_at) FROM dn_timers")
+TIMERS_OF_RUN = Q(f"SELECT {_TIMER_COLS} FROM dn_timers WHERE run_id = :run_id ORDER BY fire_at")
+ATTEMPTS_OF_RUN = Q(
+    f"SELECT {_ATTEMPT_COLS} FROM dn_activity_attempts WHERE run_id = :run_id "
+    "ORDER BY scheduled_event_id, attempt"
+)
+END_ATTEMPT = Q(
+    "UPDATE dn_activity_attempts SET ended_time = :ended_time, outcome = :outcome, "
+    "failure = :failure WHERE run_id = :run_id AND scheduled_event_id = :sched "
+    "AND attempt = :attempt AND ended_time IS NULL"
+)
+GET_NAMESPACE = Q("SELECT name, retention_seconds, created_at FROM dn_namespaces WHERE name = :n")
+ENSURE_NAMESPACE = Q(
+    "INSERT INTO dn_namespaces (name, retention_seconds, created_at) VALUES (:n, :r, :t) "
+    "ON CONFLICT (name) DO NOTHING"
+)
+WFT_BUSY = Q(
+    "SELECT 1 FROM dn_workflow_tasks WHERE state = 2 OR (state = 1 AND visible_at <= :now) LIMIT 1"
+)
+ACT_BUSY = Q(
+    "SELECT 1 FROM dn_activity_tasks WHERE state = 2 OR (state = 1 AND visible_at <= :now) LIMIT 1"
+)
+
+
+@lru_cache(maxsize=256)
+def _insert(table: str, columns: tuple[str, ...]) -> Q:
+    names = ", ".join(columns)
+    values = ", ".join(f":{c}" for c in columns)
+    return Q(f"INSERT INTO {table} ({names}) VALUES ({values})")
+
+
+@lru_cache(maxsize=256)
+def _update(table: str, columns: tuple[str, ...], where: tuple[str, ...]) -> Q:
+    sets = ", ".join(f"{c} = :{c}" for c in columns)
+    cond = " AND ".join(f"{c} = :w_{c}" for c in where)
+    return Q(f"UPDATE {table} SET {sets} WHERE {cond}")
+
+
+@lru_cache(maxsize=64)
+def _delete_timers(n_kinds: int, with_ref: bool) -> Q:
+    kinds = ", ".join(f":k{i}" for i in range(n_kinds))
+    ref = " AND ref = :ref" if with_ref else ""
+    return Q(f"DELETE FROM dn_timers WHERE run_id = :run_id AND kind IN ({kinds}){ref}")
 
 
 class StoreTx:
@@ -43,6 +181,21 @@ class StoreTx:
         #: Channels to notify once this transaction has committed.
         self.wakeups: set[str] = set()
 
+    def _q(self, q: Q, params: Any = None) -> sa.CursorResult[Any]:
+        return self.conn.exec_driver_sql(q.pg if self.postgres else q.sqlite, params or {})
+
+    def _one(self, q: Q, params: Any) -> Row | None:
+        return self._q(q, params).first()
+
+    def _insert(self, table: str, values: dict[str, Any]) -> None:
+        self._q(_insert(table, tuple(values)), values)
+
+    def _update(self, table: str, where: dict[str, Any], values: dict[str, Any]) -> None:
+        params = dict(values)
+        for key, value in where.items():
+            params[f"w_{key}"] = value
+        self._q(_update(table, tuple(values), tuple(where)), params)
+
     # -- wake-ups ---------------------------------------------------------------------
 
     def wake(self, channel: str) -> None:
@@ -53,68 +206,66 @@ class StoreTx:
 
     def ensure_namespace(self, name: str, retention_seconds: float, now: float) -> None:
         """Create the namespace if it does not exist (safe when racing other processes)."""
-        insert: Any
-        if self.postgres:
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        self.conn.execute(
-            insert(namespaces)
-            .values(name=name, retention_seconds=retention_seconds, created_at=now)
-            .on_conflict_do_nothing(index_elements=["name"])
-        )
+        self._q(ENSURE_NAMESPACE, {"n": name, "r": retention_seconds, "t": now})
 
     def get_namespace(self, name: str) -> Row | None:
         """The namespace row, or None."""
-        return self.conn.execute(sa.select(namespaces).where(namespaces.c.name == name)).first()
+        return self._one(GET_NAMESPACE, {"n": name})
 
     # -- executions -------------------------------------------------------------------
 
     def insert_execution(self, **values: Any) -> None:
         """Insert a run."""
-        self.conn.execute(executions.insert().values(**values))
+        self._insert("dn_executions", values)
 
     def lock_execution(self, run_id: str) -> Row | None:
         """Read a run and lock it for this transaction (every change to a run starts here)."""
-        stmt = sa.select(executions).where(_E.run_id == run_id)
-        if self.postgres:
-            stmt = stmt.with_for_update()
-        return self.conn.execute(stmt).first()
+        return self._one(LOCK_EXEC, {"run_id": run_id})
 
     def get_execution(self, run_id: str) -> Row | None:
         """Read a run without locking it."""
-        return self.conn.execute(sa.select(executions).where(_E.run_id == run_id)).first()
+        return self._one(GET_EXEC, {"run_id": run_id})
 
-    def find_open_run(self, namespace: str, workflow_id: str, *, lock: bool = False) -> Row | None:
+    def find_open_run(self, namespace: str, workflow_id: str) -> Row | None:
         """The open run with this workflow id, if any."""
-        stmt = sa.select(executions).where(
-            _E.namespace == namespace, _E.workflow_id == workflow_id, _E.status == 1
-        )
-        if lock and self.postgres:
-            stmt = stmt.with_for_update()
-        return self.conn.execute(stmt).first()
+        return self._one(OPEN_RUN, {"ns": namespace, "wid": workflow_id})
 
-    def find_latest_run(self, namespace: str, workflow_id: str) -> Row | None:
-        """The most recently started run with this workflow id, open or closed."""
-        return self.conn.execute(
-            sa.select(executions)
-            .where(_E.namespace == namespace, _E.workflow_id == workflow_id)
-            .order_by(_E.start_time.desc())
-            .limit(1)
-        ).first()
+    def find_latest_run(
+        self, namespace: str, workflow_id: str, *, lock: bool = False
+    ) -> Row | None:
+        """The most recently started run with this workflow id, open or closed.
+
+        An open run, if there is one, is always the latest: a new run starts only after
+        the previous one closed.
+        """
+        return self._one(
+            LATEST_RUN_LOCK if lock else LATEST_RUN, {"ns": namespace, "wid": workflow_id}
+        )
+
+    def closed_among(self, run_ids: Sequence[str]) -> list[str]:
+        """The runs among ``run_ids`` that are no longer running."""
+        closed: list[str] = []
+        for i in range(0, len(run_ids), 500):
+            chunk = list(run_ids[i : i + 500])
+            params = {f"r{j}": r for j, r in enumerate(chunk)}
+            marks = ", ".join(f":r{j}" for j in range(len(chunk)))
+            q = Q(f"SELECT run_id FROM dn_executions WHERE status != 1 AND run_id IN ({marks})")
+            closed += [str(r[0]) for r in self._q(q, params)]
+        return closed
 
     def update_execution(self, run_id: str, **values: Any) -> None:
         """Update columns of a run."""
-        self.conn.execute(executions.update().where(_E.run_id == run_id).values(**values))
+        self._update("dn_executions", {"run_id": run_id}, values)
 
     def list_executions(
         self, namespace: str, *, limit: int, workflow_id: str | None = None
     ) -> Sequence[Row]:
         """Runs, newest first."""
-        stmt = sa.select(executions).where(_E.namespace == namespace)
-        if workflow_id is not None:
-            stmt = stmt.where(_E.workflow_id == workflow_id)
-        return self.conn.execute(stmt.order_by(_E.start_time.desc()).limit(limit)).all()
+        where = "namespace = :ns" + (" AND workflow_id = :wid" if workflow_id is not None else "")
+        q = Q(
+            f"SELECT {_EXEC_COLS} FROM dn_executions WHERE {where} ORDER BY start_time DESC LIMIT :lim"
+        )
+        return self._q(q, {"ns": namespace, "wid": workflow_id, "lim": limit}).all()
 
     # -- history ----------------------------------------------------------------------
 
@@ -122,8 +273,8 @@ class StoreTx:
         """Append events ``(event_id, event_time, event_type, attributes_json)``."""
         if not events:
             return
-        self.conn.execute(
-            history_events.insert(),
+        self._q(
+            INSERT_EVENT,
             [
                 {"run_id": run_id, "event_id": i, "event_time": t, "event_type": k, "attributes": a}
                 for i, t, k, a in events
@@ -132,79 +283,54 @@ class StoreTx:
 
     def read_events(self, run_id: str, first_event_id: int = 1) -> Sequence[Row]:
         """Events of a run from ``first_event_id`` on, in order."""
-        c = history_events.c
-        return self.conn.execute(
-            sa.select(c.event_id, c.event_time, c.event_type, c.attributes)
-            .where(c.run_id == run_id, c.event_id >= first_event_id)
-            .order_by(c.event_id)
-        ).all()
+        return self._q(READ_EVENTS, {"run_id": run_id, "first": first_event_id}).all()
 
     def last_event(self, run_id: str) -> Row | None:
         """The newest event of a run."""
-        c = history_events.c
-        return self.conn.execute(
-            sa.select(c.event_id, c.event_time, c.event_type, c.attributes)
-            .where(c.run_id == run_id)
-            .order_by(c.event_id.desc())
-            .limit(1)
-        ).first()
-
-    def read_event(self, run_id: str, event_id: int) -> Row | None:
-        """One event."""
-        c = history_events.c
-        return self.conn.execute(
-            sa.select(c.event_id, c.event_time, c.event_type, c.attributes).where(
-                c.run_id == run_id, c.event_id == event_id
-            )
-        ).first()
+        return self._one(LAST_EVENT, {"run_id": run_id})
 
     # -- buffered events --------------------------------------------------------------
 
     def buffer_event(self, run_id: str, event_time: float, event_type: str, attrs: str) -> None:
         """Keep an event aside until the running workflow task ends."""
-        self.conn.execute(
-            buffered_events.insert().values(
-                run_id=run_id, event_time=event_time, event_type=event_type, attributes=attrs
-            )
+        self._q(
+            BUFFER_EVENT,
+            {
+                "run_id": run_id,
+                "event_time": event_time,
+                "event_type": event_type,
+                "attributes": attrs,
+            },
         )
 
     def take_buffered(self, run_id: str) -> Sequence[Row]:
         """Remove and return a run's buffered events, oldest first."""
-        c = buffered_events.c
-        rows = self.conn.execute(
-            sa.select(c.id, c.event_time, c.event_type, c.attributes)
-            .where(c.run_id == run_id)
-            .order_by(c.id)
-        ).all()
+        rows = self._q(READ_BUFFERED, {"run_id": run_id}).all()
         if rows:
-            self.conn.execute(buffered_events.delete().where(c.run_id == run_id))
+            self._q(DELETE_BUFFERED, {"run_id": run_id})
         return rows
 
     def has_buffered(self, run_id: str) -> bool:
         """Whether a run has buffered events."""
-        c = buffered_events.c
-        return (
-            self.conn.execute(sa.select(c.id).where(c.run_id == run_id).limit(1)).first()
-            is not None
-        )
+        return self._one(HAS_BUFFERED, {"run_id": run_id}) is not None
 
     # -- workflow tasks ---------------------------------------------------------------
 
     def get_workflow_task(self, run_id: str) -> Row | None:
         """The pending workflow task of a run."""
-        return self.conn.execute(sa.select(workflow_tasks).where(_WT.run_id == run_id)).first()
+        return self._one(GET_WFT, {"run_id": run_id})
 
     def insert_workflow_task(self, **values: Any) -> None:
         """Schedule a workflow task (at most one per run)."""
-        self.conn.execute(workflow_tasks.insert().values(**values))
+        self._insert("dn_workflow_tasks", values)
 
     def update_workflow_task(self, run_id: str, **values: Any) -> None:
         """Change a run's workflow task."""
-        self.conn.execute(workflow_tasks.update().where(_WT.run_id == run_id).values(**values))
+        self._update("dn_workflow_tasks", {"run_id": run_id}, values)
 
     def delete_workflow_task(self, run_id: str) -> None:
         """Remove a run's workflow task."""
-        self.conn.execute(workflow_tasks.delete().where(_WT.run_id == run_id))
+        self._q(DELETE_WFT, {"run_id": run_id})
 
     def next_workflow_task(self, namespace: str, task_queue: str, now: float) -> str | None:
         """Pick a ready workflow task of the queue and lock its run; return the run id.
@@ -212,98 +338,68 @@ class StoreTx:
         On PostgreSQL the run row is taken with ``FOR UPDATE SKIP LOCKED``: pollers on other
         machines pass over it, and the lock order (run first) matches every other change.
         """
-        stmt = (
-            sa.select(_E.run_id)
-            .select_from(executions.join(workflow_tasks, _WT.run_id == _E.run_id))
-            .where(
-                _WT.namespace == namespace,
-                _WT.task_queue == task_queue,
-                _WT.state == WFT_SCHEDULED,
-                _WT.visible_at <= now,
-            )
-            .order_by(_WT.visible_at)
-            .limit(1)
+        row = self._one(
+            NEXT_WFT_PG if self.postgres else NEXT_WFT,
+            {"ns": namespace, "q": task_queue, "now": now},
         )
-        if self.postgres:
-            stmt = stmt.with_for_update(of=executions, skip_locked=True)
-        value = self.conn.execute(stmt).scalar()
-        return None if value is None else str(value)
+        return None if row is None else str(row[0])
 
     def expedite_workflow_tasks(self, namespace: str, workflow_type: str, now: float) -> set[str]:
         """Make backed-off workflow tasks of a workflow type ready now; return their queues."""
-        runs = sa.select(_E.run_id).where(
-            _E.namespace == namespace, _E.workflow_type == workflow_type, _E.status == 1
+        waiting = (
+            "FROM dn_workflow_tasks WHERE state = 1 AND visible_at > :now AND run_id IN "
+            "(SELECT run_id FROM dn_executions WHERE namespace = :ns AND workflow_type = :t "
+            "AND status = 1)"
         )
-        waiting = _WT.run_id.in_(runs) & (_WT.state == WFT_SCHEDULED) & (_WT.visible_at > now)
-        queues = {
-            str(q)
-            for q in self.conn.execute(
-                sa.select(_WT.task_queue).where(waiting).distinct()
-            ).scalars()
-        }
+        params = {"now": now, "ns": namespace, "t": workflow_type}
+        queues = {str(r[0]) for r in self._q(Q(f"SELECT DISTINCT task_queue {waiting}"), params)}
         if queues:
-            self.conn.execute(workflow_tasks.update().where(waiting).values(visible_at=now))
+            self._q(
+                Q(
+                    "UPDATE dn_workflow_tasks SET visible_at = :now WHERE run_id IN "
+                    f"(SELECT run_id {waiting})"
+                ),
+                params,
+            )
         return queues
 
     # -- activity tasks ---------------------------------------------------------------
 
     def insert_activity_task(self, **values: Any) -> None:
         """Add a pending activity."""
-        self.conn.execute(activity_tasks.insert().values(**values))
+        self._insert("dn_activity_tasks", values)
 
     def get_activity_task(self, run_id: str, scheduled_event_id: int) -> Row | None:
-        """A pending activity."""
-        stmt = sa.select(activity_tasks).where(
-            _AT.run_id == run_id, _AT.scheduled_event_id == scheduled_event_id
-        )
-        if self.postgres:
-            stmt = stmt.with_for_update()
-        return self.conn.execute(stmt).first()
+        """A pending activity (locked on PostgreSQL)."""
+        return self._one(GET_ACT_LOCK, {"run_id": run_id, "sched": scheduled_event_id})
 
     def activity_tasks_of_run(self, run_id: str) -> Sequence[Row]:
         """All pending activities of a run."""
-        return self.conn.execute(
-            sa.select(activity_tasks).where(_AT.run_id == run_id).order_by(_AT.scheduled_event_id)
-        ).all()
+        return self._q(ACTS_OF_RUN, {"run_id": run_id}).all()
 
     def update_activity_task(self, run_id: str, scheduled_event_id: int, **values: Any) -> None:
         """Change a pending activity."""
-        self.conn.execute(
-            activity_tasks.update()
-            .where(_AT.run_id == run_id, _AT.scheduled_event_id == scheduled_event_id)
-            .values(**values)
+        self._update(
+            "dn_activity_tasks",
+            {"run_id": run_id, "scheduled_event_id": scheduled_event_id},
+            values,
         )
 
     def delete_activity_task(self, run_id: str, scheduled_event_id: int) -> None:
         """Remove a pending activity."""
-        self.conn.execute(
-            activity_tasks.delete().where(
-                _AT.run_id == run_id, _AT.scheduled_event_id == scheduled_event_id
-            )
-        )
+        self._q(DELETE_ACT, {"run_id": run_id, "sched": scheduled_event_id})
 
     def delete_activity_tasks_of_run(self, run_id: str) -> None:
         """Remove every pending activity of a run."""
-        self.conn.execute(activity_tasks.delete().where(_AT.run_id == run_id))
+        self._q(DELETE_ACTS_OF_RUN, {"run_id": run_id})
 
     def next_activity_tasks(
         self, namespace: str, task_queue: str, now: float, limit: int
     ) -> Sequence[Row]:
         """Ready activities of the queue, locked (``SKIP LOCKED`` on PostgreSQL)."""
-        stmt = (
-            sa.select(activity_tasks)
-            .where(
-                _AT.namespace == namespace,
-                _AT.task_queue == task_queue,
-                _AT.state == ACT_SCHEDULED,
-                _AT.visible_at <= now,
-            )
-            .order_by(_AT.visible_at)
-            .limit(limit)
-        )
-        if self.postgres:
-            stmt = stmt.with_for_update(skip_locked=True)
-        return self.conn.execute(stmt).all()
+        return self._q(
+            NEXT_ACTS, {"ns": namespace, "q": task_queue, "now": now, "lim": limit}
+        ).all()
 
     # -- timers -----------------------------------------------------------------------
 
@@ -311,77 +407,81 @@ class StoreTx:
         self, run_id: str, kind: str, ref: int, attempt: int, fire_at: float, data: str | None
     ) -> None:
         """Add a durable timer."""
-        self.conn.execute(
-            timers.insert().values(
-                run_id=run_id, kind=kind, ref=ref, attempt=attempt, fire_at=fire_at, data=data
-            )
+        self._q(
+            INSERT_TIMER,
+            {
+                "run_id": run_id,
+                "kind": kind,
+                "ref": ref,
+                "attempt": attempt,
+                "fire_at": fire_at,
+                "data": data,
+            },
         )
 
     def delete_timers(self, run_id: str, kinds: Iterable[str], ref: int | None = None) -> None:
         """Remove a run's timers of the given kinds (and reference)."""
-        stmt = timers.delete().where(_T.run_id == run_id, _T.kind.in_(list(kinds)))
-        if ref is not None:
-            stmt = stmt.where(_T.ref == ref)
-        self.conn.execute(stmt)
+        kinds = tuple(kinds)
+        params: dict[str, Any] = {"run_id": run_id, "ref": ref}
+        params.update({f"k{i}": k for i, k in enumerate(kinds)})
+        self._q(_delete_timers(len(kinds), ref is not None), params)
 
     def delete_timers_of_run(self, run_id: str) -> None:
         """Remove all timers of a run."""
-        self.conn.execute(timers.delete().where(_T.run_id == run_id))
+        self._q(DELETE_TIMERS_OF_RUN, {"run_id": run_id})
 
     def take_timer(self, timer_id: int) -> Row | None:
         """Delete a timer and return it, or None if another host already took it."""
-        row = self.conn.execute(sa.select(timers).where(_T.id == timer_id)).first()
+        row = self._one(GET_TIMER, {"id": timer_id})
         if row is not None:
-            self.conn.execute(timers.delete().where(_T.id == timer_id))
+            self._q(DELETE_TIMER, {"id": timer_id})
         return row
 
     def due_timers(self, now: float, limit: int) -> Sequence[Row]:
         """Timers due at ``now``, earliest first (unlocked: claim each with take_timer)."""
-        return self.conn.execute(
-            sa.select(_T.id, _T.run_id).where(_T.fire_at <= now).order_by(_T.fire_at).limit(limit)
-        ).all()
+        return self._q(DUE_TIMERS, {"now": now, "lim": limit}).all()
 
     def next_timer_at(self) -> float | None:
         """When the earliest timer is due, or None."""
-        value = self.conn.execute(sa.select(sa.func.min(_T.fire_at))).scalar()
+        value = self._q(NEXT_TIMER_AT).scalar()
         return None if value is None else float(value)
 
     def timers_of_run(self, run_id: str) -> Sequence[Row]:
         """A run's timers."""
-        return self.conn.execute(
-            sa.select(timers).where(_T.run_id == run_id).order_by(_T.fire_at)
-        ).all()
+        return self._q(TIMERS_OF_RUN, {"run_id": run_id}).all()
 
     # -- attempts ---------------------------------------------------------------------
 
     def insert_attempt(self, **values: Any) -> None:
         """Record the start of an activity attempt."""
-        self.conn.execute(activity_attempts.insert().values(**values))
+        self._insert("dn_activity_attempts", values)
 
     def end_attempt(
-        self, run_id: str, scheduled_event_id: int, attempt: int, **values: Any
+        self,
+        run_id: str,
+        scheduled_event_id: int,
+        attempt: int,
+        *,
+        ended_time: float,
+        outcome: str,
+        failure: str | None,
     ) -> None:
         """Record how an activity attempt ended."""
-        c = activity_attempts.c
-        self.conn.execute(
-            activity_attempts.update()
-            .where(
-                c.run_id == run_id,
-                c.scheduled_event_id == scheduled_event_id,
-                c.attempt == attempt,
-                c.ended_time.is_(None),
-            )
-            .values(**values)
+        self._q(
+            END_ATTEMPT,
+            {
+                "run_id": run_id,
+                "sched": scheduled_event_id,
+                "attempt": attempt,
+                "ended_time": ended_time,
+                "outcome": outcome,
+                "failure": failure,
+            },
         )
 
     def attempts_of_run(self, run_id: str) -> Sequence[Row]:
         """Every activity attempt of a run."""
-        c = activity_attempts.c
-        return self.conn.execute(
-            sa.select(activity_attempts)
-            .where(c.run_id == run_id)
-            .order_by(c.scheduled_event_id, c.attempt)
-        ).all()
+        return self._q(ATTEMPTS_OF_RUN, {"run_id": run_id}).all()
 
     # -- time skipping ----------------------------------------------------------------
 
@@ -392,26 +492,6 @@ class StoreTx:
 
     def work_in_progress(self, now: float) -> bool:
         """Whether any task is ready or running (the time-skipping clock waits for it)."""
-        wft = self.conn.execute(
-            sa.select(_WT.run_id)
-            .where(
-                sa.or_(
-                    _WT.state == WFT_STARTED,
-                    sa.and_(_WT.state == WFT_SCHEDULED, _WT.visible_at <= now),
-                )
-            )
-            .limit(1)
-        ).first()
-        if wft is not None:
+        if self._one(WFT_BUSY, {"now": now}) is not None:
             return True
-        act = self.conn.execute(
-            sa.select(_AT.run_id)
-            .where(
-                sa.or_(
-                    _AT.state == ACT_STARTED,
-                    sa.and_(_AT.state == ACT_SCHEDULED, _AT.visible_at <= now),
-                )
-            )
-            .limit(1)
-        ).first()
-        return act is not None
+        return self._one(ACT_BUSY, {"now": now}) is not None

@@ -1,0 +1,62 @@
+"""Waiting for runs to close without one database poll per waiter.
+
+In-process closes (and, on PostgreSQL, closes anywhere) wake waiters at once through the
+notifier. For closes made by another process on SQLite, one loop per service polls the
+statuses of every awaited run together and notifies the ones that closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import Counter
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from .state import closed_channel
+
+if TYPE_CHECKING:
+    from .service import Service
+
+log = logging.getLogger("engine.service")
+
+
+class CloseWatcher:
+    """Shared fallback poll for awaited runs."""
+
+    def __init__(self, service: Service, interval: float = 0.5) -> None:
+        self.service = service
+        self.interval = interval
+        self._waiting: Counter[str] = Counter()
+        self._tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+
+    @contextlib.contextmanager
+    def watching(self, run_id: str) -> Iterator[None]:
+        """Include ``run_id`` in the shared poll while the block runs."""
+        self._waiting[run_id] += 1
+        loop = asyncio.get_running_loop()
+        task = self._tasks.get(loop)
+        if task is None or task.done():
+            self._tasks[loop] = loop.create_task(self._poll(), name="durable-close-watch")
+        try:
+            yield
+        finally:
+            self._waiting[run_id] -= 1
+            if self._waiting[run_id] <= 0:
+                del self._waiting[run_id]
+
+    async def _poll(self) -> None:
+        notifier = self.service.store.notifier
+        while self._waiting:
+            await asyncio.sleep(self.interval)
+            run_ids = list(self._waiting)
+            if not run_ids:
+                break
+            try:
+                closed = await self.service.closed_among(run_ids)
+            except Exception as err:  # keep waiting; the next poll retries
+                log.debug("close poll failed: %s", err)
+                continue
+            for run_id in closed:
+                notifier.notify(closed_channel(run_id))
