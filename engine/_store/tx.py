@@ -10,9 +10,10 @@ database work itself. Parameters are written ``:name``; the PostgreSQL spelling
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
@@ -172,20 +173,58 @@ def _delete_timers(n_kinds: int, with_ref: bool) -> Q:
     return Q(f"DELETE FROM dn_timers WHERE run_id = :run_id AND kind IN ({kinds}){ref}")
 
 
+class _Cursor(Protocol):
+    def fetchone(self) -> Row | None: ...
+    def fetchall(self) -> list[Row]: ...
+    def execute(self, sql: str, params: Any) -> object: ...
+    def executemany(self, sql: str, params: Any) -> object: ...
+
+
+class SqliteRow(sqlite3.Row):
+    """A SQLite row that also reads columns as attributes (``row.run_id``)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except IndexError:
+            raise AttributeError(name) from None
+
+
 class StoreTx:
-    """One open transaction. Methods run SQL on it; wake-up channels are collected."""
+    """One open transaction. Methods run SQL on it; wake-up channels are collected.
+
+    Statements go straight to the driver's cursor (inside the SQLAlchemy-managed
+    transaction): the statements are fixed, so SQLAlchemy's per-call result machinery
+    would only add cost.
+    """
 
     def __init__(self, conn: sa.Connection, *, postgres: bool) -> None:
         self.conn = conn
         self.postgres = postgres
         #: Channels to notify once this transaction has committed.
         self.wakeups: set[str] = set()
+        driver = conn.connection.driver_connection
+        if postgres:
+            from psycopg.rows import namedtuple_row
 
-    def _q(self, q: Q, params: Any = None) -> sa.CursorResult[Any]:
-        return self.conn.exec_driver_sql(q.pg if self.postgres else q.sqlite, params or {})
+            self._cursor: _Cursor = driver.cursor(row_factory=namedtuple_row)  # type: ignore[union-attr]
+        else:
+            driver.row_factory = SqliteRow  # type: ignore[union-attr]
+            self._cursor = driver.cursor()  # type: ignore[union-attr]
+
+    def _q(self, q: Q, params: Any = None) -> _Cursor:
+        cur = self._cursor
+        sql = q.pg if self.postgres else q.sqlite
+        if isinstance(params, list):
+            cur.executemany(sql, params)
+        else:
+            cur.execute(sql, params or {})
+        return cur
 
     def _one(self, q: Q, params: Any) -> Row | None:
-        return self._q(q, params).first()
+        return self._q(q, params).fetchone()
 
     def _insert(self, table: str, values: dict[str, Any]) -> None:
         self._q(_insert(table, tuple(values)), values)
@@ -250,7 +289,7 @@ class StoreTx:
             params = {f"r{j}": r for j, r in enumerate(chunk)}
             marks = ", ".join(f":r{j}" for j in range(len(chunk)))
             q = Q(f"SELECT run_id FROM dn_executions WHERE status != 1 AND run_id IN ({marks})")
-            closed += [str(r[0]) for r in self._q(q, params)]
+            closed += [str(r[0]) for r in self._q(q, params).fetchall()]
         return closed
 
     def update_execution(self, run_id: str, **values: Any) -> None:
@@ -265,7 +304,7 @@ class StoreTx:
         q = Q(
             f"SELECT {_EXEC_COLS} FROM dn_executions WHERE {where} ORDER BY start_time DESC LIMIT :lim"
         )
-        return self._q(q, {"ns": namespace, "wid": workflow_id, "lim": limit}).all()
+        return self._q(q, {"ns": namespace, "wid": workflow_id, "lim": limit}).fetchall()
 
     # -- history ----------------------------------------------------------------------
 
@@ -283,7 +322,7 @@ class StoreTx:
 
     def read_events(self, run_id: str, first_event_id: int = 1) -> Sequence[Row]:
         """Events of a run from ``first_event_id`` on, in order."""
-        return self._q(READ_EVENTS, {"run_id": run_id, "first": first_event_id}).all()
+        return self._q(READ_EVENTS, {"run_id": run_id, "first": first_event_id}).fetchall()
 
     def last_event(self, run_id: str) -> Row | None:
         """The newest event of a run."""
@@ -305,7 +344,7 @@ class StoreTx:
 
     def take_buffered(self, run_id: str) -> Sequence[Row]:
         """Remove and return a run's buffered events, oldest first."""
-        rows = self._q(READ_BUFFERED, {"run_id": run_id}).all()
+        rows = self._q(READ_BUFFERED, {"run_id": run_id}).fetchall()
         if rows:
             self._q(DELETE_BUFFERED, {"run_id": run_id})
         return rows
@@ -352,7 +391,10 @@ class StoreTx:
             "AND status = 1)"
         )
         params = {"now": now, "ns": namespace, "t": workflow_type}
-        queues = {str(r[0]) for r in self._q(Q(f"SELECT DISTINCT task_queue {waiting}"), params)}
+        queues = {
+            str(r[0])
+            for r in self._q(Q(f"SELECT DISTINCT task_queue {waiting}"), params).fetchall()
+        }
         if queues:
             self._q(
                 Q(
@@ -375,7 +417,7 @@ class StoreTx:
 
     def activity_tasks_of_run(self, run_id: str) -> Sequence[Row]:
         """All pending activities of a run."""
-        return self._q(ACTS_OF_RUN, {"run_id": run_id}).all()
+        return self._q(ACTS_OF_RUN, {"run_id": run_id}).fetchall()
 
     def update_activity_task(self, run_id: str, scheduled_event_id: int, **values: Any) -> None:
         """Change a pending activity."""
@@ -399,7 +441,7 @@ class StoreTx:
         """Ready activities of the queue, locked (``SKIP LOCKED`` on PostgreSQL)."""
         return self._q(
             NEXT_ACTS, {"ns": namespace, "q": task_queue, "now": now, "lim": limit}
-        ).all()
+        ).fetchall()
 
     # -- timers -----------------------------------------------------------------------
 
@@ -439,16 +481,16 @@ class StoreTx:
 
     def due_timers(self, now: float, limit: int) -> Sequence[Row]:
         """Timers due at ``now``, earliest first (unlocked: claim each with take_timer)."""
-        return self._q(DUE_TIMERS, {"now": now, "lim": limit}).all()
+        return self._q(DUE_TIMERS, {"now": now, "lim": limit}).fetchall()
 
     def next_timer_at(self) -> float | None:
         """When the earliest timer is due, or None."""
-        value = self._q(NEXT_TIMER_AT).scalar()
-        return None if value is None else float(value)
+        row = self._q(NEXT_TIMER_AT).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
 
     def timers_of_run(self, run_id: str) -> Sequence[Row]:
         """A run's timers."""
-        return self._q(TIMERS_OF_RUN, {"run_id": run_id}).all()
+        return self._q(TIMERS_OF_RUN, {"run_id": run_id}).fetchall()
 
     # -- attempts ---------------------------------------------------------------------
 
@@ -481,7 +523,7 @@ class StoreTx:
 
     def attempts_of_run(self, run_id: str) -> Sequence[Row]:
         """Every activity attempt of a run."""
-        return self._q(ATTEMPTS_OF_RUN, {"run_id": run_id}).all()
+        return self._q(ATTEMPTS_OF_RUN, {"run_id": run_id}).fetchall()
 
     # -- time skipping ----------------------------------------------------------------
 
