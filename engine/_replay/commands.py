@@ -65,6 +65,8 @@ class ScheduleActivityTask(Command):
     start_to_close: float | None
     heartbeat_timeout: float | None
     retry_policy: JsonDict
+    #: Set by the service when it records the command (for eager dispatch).
+    scheduled_event_id: int = 0
     event_type = "ActivityTaskScheduled"
 
     def matches(self, event_type: str, attrs: JsonDict) -> bool:

@@ -55,6 +55,7 @@ def schedule(rs: RunState, c: cmd.ScheduleActivityTask, wtc: str) -> None:
         "retryPolicy": c.retry_policy,
     }
     sched = rs.add_event("ActivityTaskScheduled", attrs)
+    c.scheduled_event_id = sched
     now = rs.now
     rs.tx.insert_activity_task(
         run_id=rs.run_id,

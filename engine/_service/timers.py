@@ -88,7 +88,7 @@ def _heartbeat_due(rs: RunState, timer: Row) -> None:
 
 
 def _workflow_task_timed_out(rs: RunState, timer: Row) -> None:
-    from .service import wft_retry_delay
+    from .workflow_tasks import wft_retry_delay
 
     wft = rs.workflow_task()
     if wft is None or wft.state != WFT_STARTED or wft.started_event_id != timer.ref:

@@ -12,20 +12,23 @@ import contextvars
 import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import activity as activity_api
 from .._replay.definitions import ActivityDefinition
 from .._service.activities import ActivityNotFoundError
 from .._service.service import Service
 from .._service.state import activity_channel
-from .._service.types import ActivityTask
+from .._service.types import ActivityTask, WorkflowTask
 from ..converter import DataConverter
 from ..exceptions import ApplicationError, CancelledError, StoreError
 from .metrics import WorkerMetrics
+
+if TYPE_CHECKING:
+    from .workflows import WorkflowRunner
 
 log = logging.getLogger("engine.worker")
 
@@ -116,6 +119,9 @@ def threading_is_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
+_Outcome = tuple[Callable[..., Awaitable["WorkflowTask | None"]], Any]
+
+
 class ActivityRunner:
     """The activity half of a worker."""
 
@@ -149,6 +155,8 @@ class ActivityRunner:
             max_workers=max_concurrent, thread_name_prefix="durable-activity"
         )
         self._running: dict[tuple[str, int, int], _Running] = {}
+        #: The workflow half of the same worker, for eager workflow tasks (set by Worker).
+        self.workflows: WorkflowRunner | None = None
         self._jobs: set[asyncio.Task[None]] = set()
         self._stopping = False
 
@@ -162,24 +170,43 @@ class ActivityRunner:
                 await self._free_changed.wait()
                 continue
             generation = notifier.generation(channel)
+            limit = self._free
+            self._free -= limit  # reserved while the poll runs
             try:
                 self.metrics.activity_polls += 1
                 tasks = await self.service.poll_activity_tasks(
-                    self.namespace, self.task_queue, self.identity, self._free
+                    self.namespace, self.task_queue, self.identity, limit
                 )
             except StoreError as err:
+                self.release(limit)
                 log.warning("polling activity tasks failed (%s); retrying", err)
                 await asyncio.sleep(1.0)
                 continue
+            self.release(limit - len(tasks))
             if not tasks:
                 await notifier.wait(channel, self.poll_interval, since=generation)
                 continue
             for task in tasks:
-                self.start(task)
+                self.start(task, reserved=True)
 
-    def start(self, task: ActivityTask) -> None:
-        """Run a claimed attempt."""
-        self._free -= 1
+    def reserve(self, wanted: int) -> int:
+        """Reserve up to ``wanted`` slots for eager dispatch; return how many."""
+        if self._stopping:
+            return 0
+        n = max(0, min(wanted, self._free))
+        self._free -= n
+        return n
+
+    def release(self, n: int) -> None:
+        """Give back reserved slots that were not used."""
+        if n > 0:
+            self._free += n
+            self._free_changed.set()
+
+    def start(self, task: ActivityTask, *, reserved: bool = False) -> None:
+        """Run a claimed attempt (its slot already taken when ``reserved``)."""
+        if not reserved:
+            self._free -= 1
         self.metrics.activity_slots_used += 1
         self.metrics.record_schedule_to_start(
             max(0.0, (task.started_time - task.current_attempt_scheduled_time) * 1000.0)
@@ -218,9 +245,7 @@ class ActivityRunner:
                 f"(task queue {self.task_queue!r}); it has: {known}",
                 type="NotFoundError",
             )
-            await self._report(
-                task, self.service.fail_activity(task, self.converter.to_failure(err))
-            )
+            await self._report(task, (self.service.fail_activity, self.converter.to_failure(err)))
             return
         running = _Running(self, task, loop)
         self._running[task.token] = running
@@ -232,12 +257,12 @@ class ActivityRunner:
 
     async def _execute(
         self, defn: ActivityDefinition, task: ActivityTask, running: _Running
-    ) -> Any:
+    ) -> _Outcome:
         try:
             args = self.converter.from_payloads_json(task.input, defn.arg_types)
             details = self.converter.from_payloads_json(task.heartbeat_details)
         except Exception as err:
-            return self.service.fail_activity(task, self.converter.to_failure(err))
+            return (self.service.fail_activity, self.converter.to_failure(err))
         info = activity_api.Info(
             activity_id=task.activity_id,
             activity_type=task.activity_type,
@@ -279,25 +304,31 @@ class ActivityRunner:
                     failure = self.converter.to_failure(
                         ApplicationError("worker shutting down", type="WorkerShutdown")
                     )
-                    return self.service.fail_activity(task, failure)
-                return self.service.cancel_activity(task, [])
+                    return (self.service.fail_activity, failure)
+                return (self.service.cancel_activity, [])
             if isinstance(err, asyncio.CancelledError):
                 raise
             if not isinstance(err, Exception):
                 raise
             self.metrics.activities_failed += 1
-            return self.service.fail_activity(task, self.converter.to_failure(err))
+            return (self.service.fail_activity, self.converter.to_failure(err))
         self.metrics.activities_completed += 1
         try:
             payloads = self.converter.to_payloads_json([result])
         except Exception as err:
-            return self.service.fail_activity(task, self.converter.to_failure(err))
-        return self.service.complete_activity(task, payloads)
+            return (self.service.fail_activity, self.converter.to_failure(err))
+        return (self.service.complete_activity, payloads)
 
-    async def _report(self, task: ActivityTask, outcome: Any) -> None:
+    async def _report(self, task: ActivityTask, outcome: _Outcome) -> None:
+        record, value = outcome
+        offer = self.workflows.offer_eager(task.run_id) if self.workflows is not None else None
+        handed: WorkflowTask | None = None
         try:
-            await outcome
+            handed = await record(task, value, offer)
         except ActivityNotFoundError as err:
             log.debug("activity result dropped: %s", err)
         except StoreError as err:
             log.error("could not record the outcome of activity %s: %s", task.activity_id, err)
+        finally:
+            if offer is not None and self.workflows is not None:
+                self.workflows.settle_eager(handed)

@@ -13,18 +13,24 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .._replay import commands as cmd
 from .._replay.definitions import WorkflowDefinition
 from .._replay.driver import CacheMismatchError, HistoryDriver
 from .._replay.events import HistoryEvent
 from .._replay.instance import WorkflowInstance, WorkflowTaskError
-from .._service.service import Service, TaskNotFoundError
+from .._service.activity_ops import EagerWorkflowTask
+from .._service.service import Service
 from .._service.state import wft_channel
 from .._service.types import WorkflowTask
+from .._service.workflow_tasks import TaskNotFoundError
 from ..converter import DataConverter, Payload, check_payloads_size
 from ..exceptions import NondeterminismError, PayloadSizeError, StoreError
 from .metrics import WorkerMetrics
+
+if TYPE_CHECKING:
+    from .activities import ActivityRunner
 
 log = logging.getLogger("engine.worker")
 
@@ -67,7 +73,10 @@ class WorkflowRunner:
         self.poll_interval = poll_interval
         self.metrics = metrics
         metrics.workflow_slots_total = max_concurrent
-        self._slots = asyncio.Semaphore(max_concurrent)
+        self._free = max_concurrent
+        self._free_changed: asyncio.Event | None = None
+        #: The activity half of the same worker, for eager dispatch (set by the Worker).
+        self.activities: ActivityRunner | None = None
         self._pool = ThreadPoolExecutor(
             max_workers=max_concurrent, thread_name_prefix="durable-workflow"
         )
@@ -92,37 +101,67 @@ class WorkflowRunner:
         """Poll until :meth:`stop`."""
         channel = wft_channel(self.namespace, self.task_queue)
         notifier = self.service.store.notifier
+        self._free_changed = asyncio.Event()
         while not self._stopping:
-            await self._slots.acquire()
-            if self._stopping:
-                self._slots.release()
-                break
+            if self._free <= 0:
+                self._free_changed.clear()
+                await self._free_changed.wait()
+                continue
             generation = notifier.generation(channel)
+            limit = self._free
+            self._free -= limit  # reserved while the poll runs
             try:
                 self.metrics.workflow_polls += 1
-                task = await self.service.poll_workflow_task(
-                    self.namespace, self.task_queue, self.identity, self._cache_next
+                tasks = await self.service.poll_workflow_tasks(
+                    self.namespace, self.task_queue, self.identity, self._cache_next, limit
                 )
             except StoreError as err:
-                self._slots.release()
+                self._release(limit)
                 log.warning("polling workflow tasks failed (%s); retrying", err)
                 await asyncio.sleep(1.0)
                 continue
-            if task is None:
-                self._slots.release()
+            self._release(limit - len(tasks))
+            if not tasks:
                 await notifier.wait(channel, self.poll_interval, since=generation)
                 continue
-            self.metrics.workflow_slots_used += 1
-            job = asyncio.get_running_loop().create_task(self._handle(task))
-            self._inflight.add(job)
-            job.add_done_callback(self._done)
+            for task in tasks:
+                self._spawn(task)
+
+    def _release(self, n: int) -> None:
+        if n > 0:
+            self._free += n
+            if self._free_changed is not None:
+                self._free_changed.set()
+
+    def _spawn(self, task: WorkflowTask) -> None:
+        """Handle a task whose slot is already reserved."""
+        self.metrics.workflow_slots_used += 1
+        job = asyncio.get_running_loop().create_task(self._handle(task))
+        self._inflight.add(job)
+        job.add_done_callback(self._done)
 
     def _done(self, job: asyncio.Task[None]) -> None:
         self._inflight.discard(job)
-        self._slots.release()
+        self._release(1)
         self.metrics.workflow_slots_used -= 1
         if not job.cancelled() and job.exception() is not None:
             log.error("workflow task handler crashed", exc_info=job.exception())
+
+    # -- eager workflow tasks (offered to the service by the activity half) ------------
+
+    def offer_eager(self, run_id: str) -> EagerWorkflowTask | None:
+        """Reserve a slot to take the run's next workflow task at once, if it is cached."""
+        if self._stopping or self._free <= 0 or run_id not in self._cache_next:
+            return None
+        self._free -= 1
+        return EagerWorkflowTask(self.task_queue, self.identity, self._cache_next)
+
+    def settle_eager(self, task: WorkflowTask | None) -> None:
+        """Handle the task the service handed over, or give the reserved slot back."""
+        if task is None:
+            self._release(1)
+        else:
+            self._spawn(task)
 
     async def stop(self) -> None:
         """Stop polling and let running workflow tasks finish."""
@@ -177,15 +216,35 @@ class WorkflowRunner:
             self._evict(task.run_id, forced=False)
             await self._fail(task, CAUSE_UNHANDLED, err, reason="WorkflowError")
             return
+        offered = 0
+        if self.activities is not None:
+            wanted = sum(
+                1
+                for c in commands
+                if isinstance(c, cmd.ScheduleActivityTask) and c.task_queue == self.task_queue
+            )
+            offered = self.activities.reserve(wanted)
         try:
-            accepted = await self.service.complete_workflow_task(task, commands, self.identity)
+            completion = await self.service.complete_workflow_task(
+                task, commands, self.identity, offered
+            )
         except TaskNotFoundError as err:
             log.info("workflow task dropped: %s", err)
             self._evict(task.run_id, forced=False)
+            if self.activities is not None:
+                self.activities.release(offered)
             return
+        except BaseException:
+            if self.activities is not None:
+                self.activities.release(offered)
+            raise
+        if self.activities is not None:
+            self.activities.release(offered - len(completion.activities))
+            for activity_task in completion.activities:
+                self.activities.start(activity_task, reserved=True)
         self.metrics.workflow_tasks_completed += 1
         entry = self._cache.get(task.run_id)
-        if not accepted or (entry is not None and entry.driver.instance.completed):
+        if not completion.accepted or (entry is not None and entry.driver.instance.completed):
             self._evict(task.run_id, forced=False)
 
     async def _activate(self, task: WorkflowTask, defn: WorkflowDefinition) -> list[cmd.Command]:

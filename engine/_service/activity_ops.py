@@ -1,0 +1,156 @@
+"""Activity and timer operations of the service (a mixin of :class:`Service`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .._store.gateway import Store
+from .._store.schema import WFT_SCHEDULED
+from .._store.tx import Row, StoreTx
+from ..common import WorkflowExecutionStatus
+from . import activities, timers
+from .clock import Clock
+from .state import RunState
+from .types import ActivityTask, WorkflowTask
+
+JsonDict = dict[str, Any]
+S = WorkflowExecutionStatus
+
+
+@dataclass
+class EagerWorkflowTask:
+    """A worker offering to take the next workflow task of a run it has cached."""
+
+    task_queue: str
+    identity: str
+    cached: dict[str, int]
+
+
+class ActivityOps:
+    """Activity operations of the service (mixed into :class:`Service`)."""
+
+    store: Store
+    clock: Clock
+    _start_task: Callable[..., WorkflowTask]
+
+    async def poll_activity_tasks(
+        self, namespace: str, task_queue: str, identity: str, limit: int
+    ) -> list[ActivityTask]:
+        """Claim up to ``limit`` ready activity attempts."""
+
+        def fn(tx: StoreTx) -> list[ActivityTask]:
+            return activities.claim(tx, namespace, task_queue, identity, self.clock.now(), limit)
+
+        return await self.store.transaction(fn)
+
+    async def complete_activity(
+        self, task: ActivityTask, result: list[JsonDict], eager: EagerWorkflowTask | None = None
+    ) -> WorkflowTask | None:
+        """The attempt returned a result. See :meth:`_outcome` for ``eager``."""
+        return await self._outcome(task, eager, activities.complete, result)
+
+    async def fail_activity(
+        self, task: ActivityTask, failure: JsonDict, eager: EagerWorkflowTask | None = None
+    ) -> WorkflowTask | None:
+        """The attempt raised: retry or record the failure."""
+        return await self._outcome(task, eager, activities.failed, failure)
+
+    async def cancel_activity(
+        self, task: ActivityTask, details: list[JsonDict], eager: EagerWorkflowTask | None = None
+    ) -> WorkflowTask | None:
+        """The attempt stopped after a cancellation request."""
+        return await self._outcome(task, eager, activities.canceled, details)
+
+    async def _outcome(
+        self,
+        task: ActivityTask,
+        eager: EagerWorkflowTask | None,
+        record: Callable[[RunState, Row, Any], None],
+        value: Any,
+    ) -> WorkflowTask | None:
+        """Record an attempt's outcome in one transaction.
+
+        With ``eager``, if the outcome scheduled a workflow task for a run that worker
+        holds in its cache, the task is started for that worker in the same transaction
+        and returned (no trip through the queue).
+        """
+
+        def fn(tx: StoreTx) -> WorkflowTask | None:
+            rs = self._run_for_activity(tx, task)
+            record(rs, activities.current(rs, task.token), value)
+            rs.flush()
+            if eager is None or task.run_id not in eager.cached or not rs.is_open:
+                return None
+            wft = rs.workflow_task()
+            if (
+                wft is None
+                or wft.state != WFT_SCHEDULED
+                or wft.attempt != 1
+                or wft.visible_at > rs.now
+                or rs.task_queue != eager.task_queue
+            ):
+                return None
+            started = self._start_task(rs, eager.identity, eager.cached)
+            return started
+
+        return await self.store.transaction(fn)
+
+    async def heartbeat_activity(self, task: ActivityTask, details: list[JsonDict] | None) -> bool:
+        """Record a heartbeat; True when cancellation has been requested."""
+
+        def fn(tx: StoreTx) -> bool:
+            return activities.heartbeat(tx, task.token, details, self.clock.now())
+
+        return await self.store.transaction(fn)
+
+    def _run_for_activity(self, tx: StoreTx, task: ActivityTask) -> RunState:
+        row = tx.lock_execution(task.run_id)
+        if row is None or row.status != S.RUNNING:
+            raise activities.ActivityNotFoundError(f"run {task.run_id} is closed")
+        return RunState(tx, row, self.clock.now())
+
+    # -- timers -------------------------------------------------------------------------
+
+    async def fire_due_timers(self, limit: int = 200) -> int:
+        """Fire timers that are due; return how many were looked at."""
+
+        def due(tx: StoreTx) -> list[Row]:
+            return list(tx.due_timers(self.clock.now(), limit))
+
+        rows = await self.store.transaction(due)
+        for row in rows:
+            await self.store.transaction(self._fire_one, row.id, row.run_id)
+        return len(rows)
+
+    def _fire_one(self, tx: StoreTx, timer_id: int, run_id: str) -> None:
+        timers.fire_due(tx, timer_id, run_id, self.clock.now())
+
+    async def next_timer_at(self) -> float | None:
+        """When the next timer is due."""
+
+        def fn(tx: StoreTx) -> float | None:
+            return tx.next_timer_at()
+
+        return await self.store.transaction(fn)
+
+    async def skip_to_next_timer(self) -> bool:
+        """Time skipping: if no task is ready or running, move the clock to the next timer.
+
+        The check and the jump happen inside one transaction (on SQLite it holds the write
+        lock), so a timer or task committed meanwhile cannot be jumped over.
+        """
+
+        def fn(tx: StoreTx) -> bool:
+            tx.consistent_snapshot()
+            now = self.clock.now()
+            if tx.work_in_progress(now):
+                return False
+            next_at = tx.next_timer_at()
+            if next_at is None or next_at <= now:
+                return False
+            self.clock.advance_to(next_at)  # type: ignore[attr-defined]
+            return True
+
+        return await self.store.transaction(fn)

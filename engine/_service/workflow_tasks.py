@@ -1,0 +1,436 @@
+"""Workflow-task operations of the service (a mixin of :class:`Service`): claiming tasks,
+turning completed tasks' commands into events, failing and retrying tasks."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._replay import commands as cmd
+from .._replay.events import HistoryEvent
+from .._store.gateway import Store
+from .._store.schema import ACT_SCHEDULED, WFT_SCHEDULED, WFT_STARTED
+from .._store.tx import Row, StoreTx
+from ..common import WorkflowExecutionStatus, duration_to_json
+from ..exceptions import InvalidArgumentError
+from . import activities
+from .clock import Clock
+from .state import (
+    HISTORY_MAX_BYTES,
+    HISTORY_MAX_EVENTS,
+    SUGGEST_CAN_BYTES,
+    SUGGEST_CAN_EVENTS,
+    TIMERS_CHANNEL,
+    WFT_RETRY_MAX_DELAY,
+    RunState,
+    new_run_id,
+    task_queue_json,
+    wft_channel,
+)
+from .types import ActivityTask, StartWorkflowRequest, StartWorkflowResult, WorkflowTask
+
+JsonDict = dict[str, Any]
+S = WorkflowExecutionStatus
+
+
+class TaskNotFoundError(Exception):
+    """A completion for a task that is no longer current (timed out, run closed, ...)."""
+
+
+@dataclass
+class Completion:
+    """What completing a workflow task gave back to the worker."""
+
+    accepted: bool
+    activities: list[ActivityTask] = field(default_factory=list)
+
+
+class WorkflowTaskOps:
+    """Claiming, completing and failing workflow tasks."""
+
+    store: Store
+    clock: Clock
+
+    # Provided by Service (run-level operations that task completion also needs).
+    _start_workflow: Callable[..., StartWorkflowResult]
+    _terminate: Callable[..., None]
+
+    async def poll_workflow_tasks(
+        self,
+        namespace: str,
+        task_queue: str,
+        identity: str,
+        cached: dict[str, int],
+        limit: int = 1,
+    ) -> list[WorkflowTask]:
+        """Claim up to ``limit`` ready workflow tasks. ``cached`` maps run id → the next
+        event id a worker already holds, so only the new events are read."""
+        return await self.store.transaction(
+            self._poll_workflow_tasks, namespace, task_queue, identity, cached, limit
+        )
+
+    def _poll_workflow_tasks(
+        self,
+        tx: StoreTx,
+        namespace: str,
+        task_queue: str,
+        identity: str,
+        cached: dict[str, int],
+        limit: int,
+    ) -> list[WorkflowTask]:
+        now = self.clock.now()
+        tasks: list[WorkflowTask] = []
+        while len(tasks) < limit:
+            run_id = tx.next_workflow_task(namespace, task_queue, now)
+            if run_id is None:
+                break
+            row = tx.lock_execution(run_id)
+            assert row is not None
+            tasks.append(self._start_task(RunState(tx, row, now), identity, cached))
+        return tasks
+
+    def _start_task(self, rs: RunState, identity: str, cached: dict[str, int]) -> WorkflowTask:
+        """Mark the run's scheduled workflow task started and read what the worker needs."""
+        tx, now, run_id, task_queue = rs.tx, rs.now, rs.run_id, rs.task_queue
+        row = rs.row
+        wft = rs.workflow_task()
+        assert wft is not None and wft.state == WFT_SCHEDULED
+        request_id = str(uuid.uuid4())
+        attempt = int(wft.attempt)
+        transient: list[HistoryEvent] = []
+        suggest = rs.next_event_id > SUGGEST_CAN_EVENTS or rs.history_size > SUGGEST_CAN_BYTES
+        started_attrs: JsonDict = {
+            "identity": identity,
+            "requestId": request_id,
+            "historySizeBytes": str(rs.history_size),
+        }
+        if suggest:
+            started_attrs["suggestContinueAsNew"] = True
+        if attempt == 1:
+            started_attrs = {"scheduledEventId": str(wft.scheduled_event_id), **started_attrs}
+            scheduled_event_id = int(wft.scheduled_event_id)
+            started_event_id = rs.add_event("WorkflowTaskStarted", started_attrs)
+        else:
+            # A retried task is transient: its events are shown to the worker but only
+            # written to history if the attempt completes.
+            scheduled_event_id = rs.next_event_id
+            started_event_id = scheduled_event_id + 1
+            transient = [
+                HistoryEvent(
+                    scheduled_event_id,
+                    now,
+                    "WorkflowTaskScheduled",
+                    {
+                        "taskQueue": task_queue_json(task_queue),
+                        "startToCloseTimeout": duration_to_json(float(wft.start_to_close)),
+                        "attempt": attempt,
+                    },
+                ),
+                HistoryEvent(
+                    started_event_id,
+                    now,
+                    "WorkflowTaskStarted",
+                    {"scheduledEventId": str(scheduled_event_id), **started_attrs},
+                ),
+            ]
+        tx.update_workflow_task(
+            run_id,
+            state=WFT_STARTED,
+            started_event_id=started_event_id,
+            started_time=now,
+            identity=identity,
+            request_id=request_id,
+        )
+        tx.insert_timer(
+            run_id, "wft_timeout", started_event_id, attempt, now + float(wft.start_to_close), None
+        )
+        rs.flush()
+        first = cached.get(run_id, 1)
+        if first > rs.next_event_id:
+            first = 1
+        events = _read_history(tx, run_id, first) + transient
+        return WorkflowTask(
+            namespace=rs.namespace,
+            workflow_id=row.workflow_id,
+            run_id=run_id,
+            workflow_type=row.workflow_type,
+            task_queue=task_queue,
+            attempt=attempt,
+            scheduled_event_id=scheduled_event_id,
+            started_event_id=started_event_id,
+            request_id=request_id,
+            events=events,
+            started_time=now,
+        )
+
+    async def complete_workflow_task(
+        self,
+        task: WorkflowTask,
+        commands: list[cmd.Command],
+        identity: str,
+        eager_activities: int = 0,
+    ) -> Completion:
+        """Record a completed workflow task and turn its commands into events.
+
+        With ``eager_activities`` > 0, up to that many activities the task scheduled on
+        the same task queue are started at once for this worker and returned, saving a
+        round trip through the queue. ``accepted`` is False when the completion was
+        refused because new events arrived while the task ran and it tried to close the
+        run: the worker must replay afresh.
+        """
+        return await self.store.transaction(
+            self._complete_workflow_task, task, commands, identity, eager_activities
+        )
+
+    def _current_wft(self, tx: StoreTx, task: WorkflowTask) -> tuple[RunState, Row]:
+        row = tx.lock_execution(task.run_id)
+        if row is None or row.status != S.RUNNING:
+            raise TaskNotFoundError(f"run {task.run_id} is closed")
+        rs = RunState(tx, row, self.clock.now())
+        wft = rs.workflow_task()
+        if wft is None or wft.state != WFT_STARTED or wft.request_id != task.request_id:
+            raise TaskNotFoundError(f"workflow task of run {task.run_id} is no longer current")
+        return rs, wft
+
+    def _complete_workflow_task(
+        self,
+        tx: StoreTx,
+        task: WorkflowTask,
+        commands: list[cmd.Command],
+        identity: str,
+        eager_activities: int = 0,
+    ) -> Completion:
+        rs, wft = self._current_wft(tx, task)
+        if wft.scheduled_event_id is None:
+            scheduled_id, started_id = rs.write_transient_wft_events(wft)
+        else:
+            scheduled_id, started_id = int(wft.scheduled_event_id), int(wft.started_event_id)
+        rs.forget_workflow_task()
+        closing = [c for c in commands if isinstance(c, cmd.CLOSING_COMMANDS)]
+        # New events arrived while the task ran and it tries to close the run: Temporal
+        # rejects the completion so the workflow sees them first.
+        if closing and tx.has_buffered(task.run_id):
+            rs.add_event(
+                "WorkflowTaskFailed",
+                {
+                    "scheduledEventId": str(scheduled_id),
+                    "startedEventId": str(started_id),
+                    "cause": "WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND",
+                    "identity": identity,
+                },
+            )
+            rs.flush_buffered()
+            rs.wft_wanted = True
+            rs.flush()
+            return Completion(accepted=False)
+        completed_id = rs.add_event(
+            "WorkflowTaskCompleted",
+            {
+                "scheduledEventId": str(scheduled_id),
+                "startedEventId": str(started_id),
+                "identity": identity,
+                "sdkMetadata": {},
+                "meteringMetadata": {},
+            },
+        )
+        continue_as_new: cmd.ContinueAsNewWorkflowExecution | None = None
+        for command in commands:
+            if not rs.is_open:
+                break
+            if isinstance(command, cmd.ContinueAsNewWorkflowExecution):
+                continue_as_new = command
+            self._apply_command(rs, command, completed_id, identity)
+        if rs.is_open:
+            if rs.flush_buffered():
+                rs.wft_wanted = True
+            if rs.next_event_id > HISTORY_MAX_EVENTS or rs.history_size > HISTORY_MAX_BYTES:
+                self._terminate(
+                    rs,
+                    f"history size exceeds the limit ({HISTORY_MAX_EVENTS} events or "
+                    f"{HISTORY_MAX_BYTES // (1024 * 1024)} MB): use continue-as-new",
+                    None,
+                    "service",
+                )
+        rs.flush()
+        if continue_as_new is not None:
+            self._start_continued(tx, rs, continue_as_new, identity)
+        started: list[ActivityTask] = []
+        if eager_activities > 0 and rs.is_open:
+            for command in commands:
+                if len(started) >= eager_activities:
+                    break
+                if (
+                    isinstance(command, cmd.ScheduleActivityTask)
+                    and command.task_queue == task.task_queue
+                    and command.scheduled_event_id
+                ):
+                    act = tx.get_activity_task(task.run_id, command.scheduled_event_id)
+                    if act is not None and act.state == ACT_SCHEDULED:
+                        started.append(activities.start_attempt(tx, act, identity, rs.now))
+        return Completion(accepted=True, activities=started)
+
+    def _apply_command(
+        self, rs: RunState, command: cmd.Command, completed_id: int, identity: str
+    ) -> None:
+        wtc = str(completed_id)
+        if isinstance(command, cmd.ScheduleActivityTask):
+            activities.schedule(rs, command, wtc)
+        elif isinstance(command, cmd.RequestCancelActivityTask):
+            activities.request_cancel(rs, command, wtc, identity)
+        elif isinstance(command, cmd.StartTimer):
+            started = rs.add_event(
+                "TimerStarted",
+                {
+                    "timerId": command.timer_id,
+                    "startToFireTimeout": duration_to_json(command.duration),
+                    "workflowTaskCompletedEventId": wtc,
+                },
+            )
+            rs.tx.insert_timer(
+                rs.run_id, "user", started, 1, rs.now + command.duration, command.timer_id
+            )
+            rs.tx.wake(TIMERS_CHANNEL)
+        elif isinstance(command, cmd.CancelTimer):
+            started_id = _user_timer_started_id(rs, command.timer_id)
+            rs.add_event(
+                "TimerCanceled",
+                {
+                    "timerId": command.timer_id,
+                    "startedEventId": str(started_id),
+                    "workflowTaskCompletedEventId": wtc,
+                    "identity": identity,
+                },
+            )
+            rs.tx.delete_timers(rs.run_id, ("user",), started_id)
+        elif isinstance(command, cmd.RecordMarker):
+            attrs: JsonDict = {"markerName": command.marker_name, "details": command.details}
+            attrs["workflowTaskCompletedEventId"] = wtc
+            if command.failure:
+                attrs["failure"] = command.failure
+            rs.add_event("MarkerRecorded", attrs)
+        elif isinstance(command, cmd.CompleteWorkflowExecution):
+            rs.add_event(
+                "WorkflowExecutionCompleted",
+                {"result": {"payloads": command.result}, "workflowTaskCompletedEventId": wtc},
+            )
+            rs.close(S.COMPLETED)
+        elif isinstance(command, cmd.FailWorkflowExecution):
+            rs.add_event(
+                "WorkflowExecutionFailed",
+                {
+                    "failure": command.failure,
+                    "retryState": "RETRY_STATE_RETRY_POLICY_NOT_SET",
+                    "workflowTaskCompletedEventId": wtc,
+                },
+            )
+            rs.close(S.FAILED)
+        elif isinstance(command, cmd.CancelWorkflowExecution):
+            attrs = {"workflowTaskCompletedEventId": wtc}
+            if command.details:
+                attrs["details"] = {"payloads": command.details}
+            rs.add_event("WorkflowExecutionCanceled", attrs)
+            rs.close(S.CANCELED)
+        elif isinstance(command, cmd.ContinueAsNewWorkflowExecution):
+            new_id = new_run_id()
+            attrs = {
+                "newExecutionRunId": new_id,
+                "workflowType": {"name": command.workflow_type},
+                "taskQueue": task_queue_json(command.task_queue),
+                "input": {"payloads": command.input},
+                "workflowTaskTimeout": duration_to_json(
+                    command.task_timeout or float(rs.row.workflow_task_timeout)
+                ),
+                "workflowTaskCompletedEventId": wtc,
+                "initiator": "CONTINUE_AS_NEW_INITIATOR_WORKFLOW",
+            }
+            if command.run_timeout:
+                attrs["workflowRunTimeout"] = duration_to_json(command.run_timeout)
+            rs.add_event("WorkflowExecutionContinuedAsNew", attrs)
+            rs.close(S.CONTINUED_AS_NEW, new_run_id=new_id)
+        else:
+            raise InvalidArgumentError(f"unknown command {type(command).__name__}")
+
+    def _start_continued(
+        self,
+        tx: StoreTx,
+        rs: RunState,
+        command: cmd.ContinueAsNewWorkflowExecution,
+        identity: str,
+    ) -> None:
+        row = rs.row
+        req = StartWorkflowRequest(
+            namespace=row.namespace,
+            workflow_id=row.workflow_id,
+            workflow_type=command.workflow_type,
+            task_queue=command.task_queue,
+            input=command.input,
+            task_timeout=command.task_timeout or float(row.workflow_task_timeout),
+            run_timeout=command.run_timeout or row.run_timeout,
+            identity=identity,
+            continued_from=row.run_id,
+            first_run_id=row.first_run_id,
+        )
+        # The new run takes the id the closing event announced.
+        self._start_workflow(tx, req, rs.new_run_id)
+
+    async def fail_workflow_task(
+        self, task: WorkflowTask, cause: str, failure: JsonDict, identity: str
+    ) -> None:
+        """Record a failed workflow task; the run stays open and the task is retried."""
+        await self.store.transaction(self._fail_workflow_task, task, cause, failure, identity)
+
+    def _fail_workflow_task(
+        self, tx: StoreTx, task: WorkflowTask, cause: str, failure: JsonDict, identity: str
+    ) -> None:
+        rs, wft = self._current_wft(tx, task)
+        attempt = int(wft.attempt)
+        if wft.scheduled_event_id is not None:
+            rs.add_event(
+                "WorkflowTaskFailed",
+                {
+                    "scheduledEventId": str(wft.scheduled_event_id),
+                    "startedEventId": str(wft.started_event_id),
+                    "cause": cause,
+                    "failure": failure,
+                    "identity": identity,
+                },
+            )
+        rs.forget_workflow_task()
+        rs.flush_buffered()
+        rs.schedule_workflow_task(attempt=attempt + 1, delay=wft_retry_delay(attempt))
+        rs.flush()
+
+    async def retry_workflow_tasks_now(self, namespace: str, workflow_type: str) -> int:
+        """Make backed-off workflow tasks of a type runnable at once (after a code fix)."""
+
+        def fn(tx: StoreTx) -> int:
+            queues = tx.expedite_workflow_tasks(namespace, workflow_type, self.clock.now())
+            for queue in queues:
+                tx.wake(wft_channel(namespace, queue))
+            return len(queues)
+
+        return await self.store.transaction(fn)
+
+
+def wft_retry_delay(failed_attempt: int) -> float:
+    """Backoff before retrying a workflow task that failed ``failed_attempt`` times."""
+    if failed_attempt <= 1:
+        return 0.0 if failed_attempt < 1 else 1.0
+    return float(min(WFT_RETRY_MAX_DELAY, 2 ** (failed_attempt - 1)))
+
+
+def _user_timer_started_id(rs: RunState, timer_id: str) -> int:
+    for timer in rs.tx.timers_of_run(rs.run_id):
+        if timer.kind == "user" and timer.data == timer_id:
+            return int(timer.ref)
+    return 0
+
+
+def _read_history(tx: StoreTx, run_id: str, first_event_id: int = 1) -> list[HistoryEvent]:
+    return [
+        HistoryEvent(r.event_id, r.event_time, r.event_type, json.loads(r.attributes))
+        for r in tx.read_events(run_id, first_event_id)
+    ]
