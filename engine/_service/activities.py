@@ -16,7 +16,7 @@ from .._store.schema import ACT_BACKOFF, ACT_SCHEDULED, ACT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import RetryPolicy
 from ..exceptions import RetryState, TimeoutType
-from .state import TIMERS_CHANNEL, RunState, activity_channel, dumps, task_queue_json
+from .state import RunState, activity_channel, add_timer, dumps, task_queue_json
 from .types import ActivityTask
 
 JsonDict = dict[str, Any]
@@ -86,15 +86,27 @@ def schedule(rs: RunState, c: cmd.ScheduleActivityTask, wtc: str) -> None:
         cancel_requested=False,
     )
     if c.schedule_to_close:
-        rs.tx.insert_timer(
-            rs.run_id, "act_schedule_to_close", sched, 1, now + c.schedule_to_close, None
+        add_timer(
+            rs.tx,
+            rs.now,
+            rs.run_id,
+            "act_schedule_to_close",
+            sched,
+            1,
+            now + c.schedule_to_close,
+            None,
         )
     if schedule_to_start:
-        rs.tx.insert_timer(
-            rs.run_id, "act_schedule_to_start", sched, 1, now + schedule_to_start, None
+        add_timer(
+            rs.tx,
+            rs.now,
+            rs.run_id,
+            "act_schedule_to_start",
+            sched,
+            1,
+            now + schedule_to_start,
+            None,
         )
-    if c.schedule_to_close or schedule_to_start:
-        rs.tx.wake(TIMERS_CHANNEL)
     rs.tx.wake(activity_channel(rs.namespace, c.task_queue))
 
 
@@ -168,7 +180,9 @@ def start_attempt(tx: StoreTx, act: Row, identity: str, now: float) -> ActivityT
         failure=None,
     )
     if act.start_to_close:
-        tx.insert_timer(
+        add_timer(
+            tx,
+            now,
             act.run_id,
             "act_start_to_close",
             act.scheduled_event_id,
@@ -177,7 +191,9 @@ def start_attempt(tx: StoreTx, act: Row, identity: str, now: float) -> ActivityT
             None,
         )
     if act.heartbeat_timeout:
-        tx.insert_timer(
+        add_timer(
+            tx,
+            now,
             act.run_id,
             "act_heartbeat",
             act.scheduled_event_id,
@@ -185,8 +201,6 @@ def start_attempt(tx: StoreTx, act: Row, identity: str, now: float) -> ActivityT
             now + act.heartbeat_timeout,
             None,
         )
-    if act.start_to_close or act.heartbeat_timeout:
-        tx.wake(TIMERS_CHANNEL)
     return ActivityTask(
         namespace=act.namespace,
         workflow_id=act.workflow_id,
@@ -354,10 +368,16 @@ def _backoff(rs: RunState, act: Row, failure: JsonDict, delay: float) -> None:
     )
     rs.tx.delete_timers(rs.run_id, PER_ATTEMPT_TIMERS, act.scheduled_event_id)
     if delay > 0:
-        rs.tx.insert_timer(
-            rs.run_id, "act_retry", act.scheduled_event_id, next_attempt, visible, None
+        add_timer(
+            rs.tx,
+            rs.now,
+            rs.run_id,
+            "act_retry",
+            act.scheduled_event_id,
+            next_attempt,
+            visible,
+            None,
         )
-        rs.tx.wake(TIMERS_CHANNEL)
     else:
         rs.tx.wake(activity_channel(rs.namespace, act.task_queue))
 

@@ -12,7 +12,7 @@ import contextlib
 import logging
 
 from .service import Service
-from .state import TIMERS_CHANNEL
+from .state import TIMER_HORIZON, TIMERS_CHANNEL
 
 log = logging.getLogger("engine.service")
 
@@ -20,7 +20,7 @@ log = logging.getLogger("engine.service")
 class ServiceHost:
     """Runs the timer loop of a :class:`Service` as an asyncio task."""
 
-    def __init__(self, service: Service, *, poll_interval: float = 0.5) -> None:
+    def __init__(self, service: Service, *, poll_interval: float = TIMER_HORIZON) -> None:
         self.service = service
         self.poll_interval = poll_interval
         self._task: asyncio.Task[None] | None = None

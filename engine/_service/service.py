@@ -29,8 +29,8 @@ from ..exceptions import (
 from .activity_ops import ActivityOps
 from .clock import Clock
 from .state import (
-    TIMERS_CHANNEL,
     RunState,
+    add_timer,
     new_run_id,
     task_queue_json,
 )
@@ -143,16 +143,13 @@ class Service(WorkflowTaskOps, ActivityOps):
         attrs["workflowId"] = req.workflow_id
         rs.add_event("WorkflowExecutionStarted", attrs)
         if req.start_delay > 0:
-            tx.insert_timer(run_id, "start_delay", 0, 1, now + req.start_delay, None)
-            tx.wake(TIMERS_CHANNEL)
+            add_timer(tx, now, run_id, "start_delay", 0, 1, now + req.start_delay, None)
         else:
             rs.schedule_workflow_task()
         if req.run_timeout:
-            tx.insert_timer(run_id, "run_timeout", 0, 1, now + req.run_timeout, None)
-            tx.wake(TIMERS_CHANNEL)
+            add_timer(tx, now, run_id, "run_timeout", 0, 1, now + req.run_timeout, None)
         if req.execution_timeout:
-            tx.insert_timer(run_id, "run_timeout", 0, 1, now + req.execution_timeout, None)
-            tx.wake(TIMERS_CHANNEL)
+            add_timer(tx, now, run_id, "run_timeout", 0, 1, now + req.execution_timeout, None)
         rs.flush()
         return StartWorkflowResult(run_id, started=True)
 

@@ -56,6 +56,26 @@ def closed_channel(run_id: str) -> str:
 
 TIMERS_CHANNEL = "timers"
 
+#: The timer loop looks at the timers table at least this often (seconds); a new timer
+#: due later than that needs no wake-up.
+TIMER_HORIZON = 0.5
+
+
+def add_timer(
+    tx: StoreTx,
+    now: float,
+    run_id: str,
+    kind: str,
+    ref: int,
+    attempt: int,
+    fire_at: float,
+    data: str | None = None,
+) -> None:
+    """Insert a durable timer; wake the timer loop only if it is due soon."""
+    tx.insert_timer(run_id, kind, ref, attempt, fire_at, data)
+    if fire_at <= now + TIMER_HORIZON:
+        tx.wake(TIMERS_CHANNEL)
+
 
 class RunState:
     """A locked run being changed in the current transaction."""
@@ -154,8 +174,7 @@ class RunState:
         )
         self._wft_loaded = False
         if delay > 0:
-            self.tx.insert_timer(self.run_id, "wft_retry", 0, attempt, visible_at, None)
-            self.tx.wake(TIMERS_CHANNEL)
+            add_timer(self.tx, self.now, self.run_id, "wft_retry", 0, attempt, visible_at, None)
         else:
             self.tx.wake(wft_channel(self.namespace, self.task_queue))
 

@@ -13,7 +13,7 @@ from .._store.tx import Row, StoreTx
 from ..common import WorkflowExecutionStatus
 from ..exceptions import TimeoutType
 from . import activities
-from .state import TIMERS_CHANNEL, RunState, activity_channel, wft_channel
+from .state import RunState, activity_channel, add_timer, wft_channel
 
 log = logging.getLogger("engine.service")
 
@@ -81,8 +81,9 @@ def _heartbeat_due(rs: RunState, timer: Row) -> None:
     deadline = float(last) + float(act.heartbeat_timeout)
     if deadline > rs.now:
         # A heartbeat came in since the timer was armed: wait for the new deadline.
-        rs.tx.insert_timer(rs.run_id, "act_heartbeat", timer.ref, timer.attempt, deadline, None)
-        rs.tx.wake(TIMERS_CHANNEL)
+        add_timer(
+            rs.tx, rs.now, rs.run_id, "act_heartbeat", timer.ref, timer.attempt, deadline, None
+        )
         return
     activities.timed_out(rs, act, TimeoutType.HEARTBEAT)
 

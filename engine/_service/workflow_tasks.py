@@ -23,9 +23,10 @@ from .state import (
     HISTORY_MAX_EVENTS,
     SUGGEST_CAN_BYTES,
     SUGGEST_CAN_EVENTS,
-    TIMERS_CHANNEL,
     WFT_RETRY_MAX_DELAY,
     RunState,
+    activity_channel,
+    add_timer,
     new_run_id,
     task_queue_json,
     wft_channel,
@@ -144,8 +145,15 @@ class WorkflowTaskOps:
             identity=identity,
             request_id=request_id,
         )
-        tx.insert_timer(
-            run_id, "wft_timeout", started_event_id, attempt, now + float(wft.start_to_close), None
+        add_timer(
+            tx,
+            now,
+            run_id,
+            "wft_timeout",
+            started_event_id,
+            attempt,
+            now + float(wft.start_to_close),
+            None,
         )
         rs.flush()
         first = cached.get(run_id, 1)
@@ -259,17 +267,20 @@ class WorkflowTaskOps:
             self._start_continued(tx, rs, continue_as_new, identity)
         started: list[ActivityTask] = []
         if eager_activities > 0 and rs.is_open:
-            for command in commands:
-                if len(started) >= eager_activities:
-                    break
-                if (
-                    isinstance(command, cmd.ScheduleActivityTask)
-                    and command.task_queue == task.task_queue
-                    and command.scheduled_event_id
-                ):
-                    act = tx.get_activity_task(task.run_id, command.scheduled_event_id)
-                    if act is not None and act.state == ACT_SCHEDULED:
-                        started.append(activities.start_attempt(tx, act, identity, rs.now))
+            same_queue = [
+                c
+                for c in commands
+                if isinstance(c, cmd.ScheduleActivityTask)
+                and c.task_queue == task.task_queue
+                and c.scheduled_event_id
+            ]
+            for command in same_queue[:eager_activities]:
+                act = tx.get_activity_task(task.run_id, command.scheduled_event_id)
+                if act is not None and act.state == ACT_SCHEDULED:
+                    started.append(activities.start_attempt(tx, act, identity, rs.now))
+            if len(started) == len(same_queue):
+                # Nothing left for pollers of the queue: do not wake them for nothing.
+                tx.wakeups.discard(activity_channel(task.namespace, task.task_queue))
         return Completion(accepted=True, activities=started)
 
     def _apply_command(
@@ -289,10 +300,16 @@ class WorkflowTaskOps:
                     "workflowTaskCompletedEventId": wtc,
                 },
             )
-            rs.tx.insert_timer(
-                rs.run_id, "user", started, 1, rs.now + command.duration, command.timer_id
+            add_timer(
+                rs.tx,
+                rs.now,
+                rs.run_id,
+                "user",
+                started,
+                1,
+                rs.now + command.duration,
+                command.timer_id,
             )
-            rs.tx.wake(TIMERS_CHANNEL)
         elif isinstance(command, cmd.CancelTimer):
             started_id = _user_timer_started_id(rs, command.timer_id)
             rs.add_event(

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import queue
+import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -182,7 +184,7 @@ class _BatchingWriter:
         if len(batch) > 1:
             results: list[Any] = []
             try:
-                with conn.begin():
+                with _immediate(conn):
                     tx = StoreTx(conn, postgres=False)
                     for fn, args, _, _ in batch:
                         results.append(fn(tx, *args))
@@ -195,21 +197,40 @@ class _BatchingWriter:
                 return
         for fn, args, loop, fut in batch:
             try:
-                with conn.begin():
+                with _immediate(conn):
                     tx = StoreTx(conn, postgres=False)
                     result = fn(tx, *args)
-            except OperationalError as err:
+            except (OperationalError, sqlite3.OperationalError) as err:
+                reason = getattr(err, "orig", err)
                 _deliver(
                     loop,
                     fut,
                     None,
-                    StoreError(f"database error on {self.store.display_url}: {err.orig}"),
+                    StoreError(f"database error on {self.store.display_url}: {reason}"),
                 )
             except BaseException as err:  # delivered to the caller, who raises it
                 _deliver(loop, fut, None, err)
             else:
                 self.store.notifier.notify_many(tx.wakeups)
                 _deliver(loop, fut, result, None)
+
+
+@contextlib.contextmanager
+def _immediate(conn: sa.Connection) -> Iterator[None]:
+    """A write transaction straight on the sqlite3 connection the writer owns.
+
+    ``BEGIN IMMEDIATE`` takes the write lock up front (no lock upgrade, no deadlock with
+    other processes); SQLAlchemy's transaction bookkeeping is skipped on this hot path.
+    """
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    driver.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        driver.rollback()
+        raise
+    driver.commit()
 
 
 def _deliver(
