@@ -56,7 +56,6 @@ from workloads import (  # noqa: E402
 )
 
 from engine import Client, Worker, WorkflowHandle  # noqa: E402
-from engine._store.gateway import forget_store  # noqa: E402
 
 T = TypeVar("T")
 
@@ -414,7 +413,7 @@ async def run_workload(
     try:
         await RUNNERS[workload](client, emit, reps, timeout)
     finally:
-        forget_store(client.store)
+        await client.close()
     return emit.lines
 
 
@@ -619,7 +618,7 @@ async def profile_w1(url: str, backend: str, n: int = 500) -> None:
             wall = time.perf_counter() - wall0
             cpu = time.process_time() - cpu0
     finally:
-        forget_store(client.store)
+        await client.close()
     total_n = sum(int(c) for c, _ in census.values())
     total_t = sum(t for _, t in census.values())
     print(

@@ -1,0 +1,108 @@
+"""Replaying recorded histories against workflow code, without a database or a worker.
+
+Used by :class:`engine.worker.Replayer` (replay tests, the ``durable replay`` command) and
+by the step-through debugger. Pure: events in, verdict out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..converter import DataConverter
+from ..exceptions import InvalidArgumentError, NondeterminismError
+from .definitions import WorkflowDefinition
+from .driver import HistoryDriver
+from .events import HistoryEvent
+from .instance import WorkflowInstance, WorkflowTaskError
+
+
+@dataclass
+class ReplayOutcome:
+    """What replaying one history found."""
+
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    events: int
+    failure: Exception | None
+
+
+def check_history(events: Sequence[HistoryEvent], *, workflow_id: str = "") -> None:
+    """Raise :class:`InvalidArgumentError` if the events cannot be a history."""
+    if not events:
+        raise InvalidArgumentError(f"history of {workflow_id or 'the workflow'} has no events")
+    if events[0].event_type != "WorkflowExecutionStarted":
+        raise InvalidArgumentError(
+            f"history of {workflow_id or 'the workflow'} starts with event "
+            f"{events[0].event_id} {events[0].event_type}, not WorkflowExecutionStarted"
+        )
+    expected = events[0].event_id
+    if expected != 1:
+        raise InvalidArgumentError(
+            f"history of {workflow_id or 'the workflow'} starts at event id {expected}, not 1"
+        )
+    for event in events:
+        if event.event_id != expected:
+            raise InvalidArgumentError(
+                f"history of {workflow_id or 'the workflow'} has a gap: event id "
+                f"{event.event_id} follows {expected - 1} (event {expected} is missing)"
+            )
+        expected += 1
+
+
+def new_driver(
+    events: Sequence[HistoryEvent],
+    definitions: dict[str, WorkflowDefinition],
+    converter: DataConverter,
+    *,
+    workflow_id: str,
+) -> HistoryDriver:
+    """A driver over a fresh instance of the history's workflow type."""
+    check_history(events, workflow_id=workflow_id)
+    attrs = events[0].attributes
+    wf_type = str(attrs.get("workflowType", {}).get("name", ""))
+    defn = definitions.get(wf_type)
+    if defn is None:
+        known = ", ".join(sorted(definitions)) or "none"
+        raise InvalidArgumentError(
+            f"the history of {workflow_id or 'this workflow'} is of workflow type "
+            f"{wf_type!r}, which is not among the workflows given to the replayer ({known})"
+        )
+    run_id = str(
+        attrs.get("originalExecutionRunId") or attrs.get("firstExecutionRunId") or "replay"
+    )
+    instance = WorkflowInstance(  # type: ignore[abstract]
+        defn,
+        namespace="default",
+        workflow_id=workflow_id or str(attrs.get("workflowId", "")),
+        run_id=run_id,
+        task_queue=str(attrs.get("taskQueue", {}).get("name", "")),
+        converter=converter,
+    )
+    return HistoryDriver(instance)
+
+
+def replay_events(
+    events: Sequence[HistoryEvent],
+    definitions: dict[str, WorkflowDefinition],
+    converter: DataConverter,
+    *,
+    workflow_id: str,
+) -> ReplayOutcome:
+    """Replay a whole history; the outcome's ``failure`` says what went wrong, if anything."""
+    driver = new_driver(events, definitions, converter, workflow_id=workflow_id)
+    failure: Exception | None = None
+    try:
+        driver.apply(events)
+    except NondeterminismError as err:
+        failure = err
+    except WorkflowTaskError as err:
+        failure = err
+    return ReplayOutcome(
+        workflow_id=driver.instance.workflow_id,
+        run_id=driver.instance.run_id,
+        workflow_type=driver.instance.defn.name,
+        events=len(events),
+        failure=failure,
+    )
