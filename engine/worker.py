@@ -5,20 +5,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
 from ._replay.definitions import ActivityDefinition, WorkflowDefinition
+from ._replay.instance import WorkflowTaskError
+from ._replay.replayer import replay_events
 from ._worker.activities import ActivityRunner
 from ._worker.metrics import WorkerMetrics
 from ._worker.workflows import WorkflowRunner
 from .client import Client
+from .converter import DataConverter
 from .exceptions import InvalidArgumentError
+from .history import WorkflowHistory
 
-__all__ = ["Worker"]
+__all__ = ["Replayer", "Worker", "WorkflowReplayResult", "WorkflowReplayResults"]
 
 log = logging.getLogger("engine.worker")
 
@@ -213,3 +218,94 @@ class Worker:
         tb: TracebackType | None,
     ) -> None:
         await self.shutdown()
+
+
+@dataclass
+class WorkflowReplayResult:
+    """The result of replaying one history (``replay_failure`` is None when it replayed)."""
+
+    history: WorkflowHistory
+    replay_failure: Exception | None
+
+
+@dataclass
+class WorkflowReplayResults:
+    """Results of replaying several histories, keyed by run id."""
+
+    replay_failures: dict[str, Exception] = field(default_factory=dict)
+    results: list[WorkflowReplayResult] = field(default_factory=list)
+
+
+class Replayer:
+    """Replays recorded histories against workflow code: the deploy-safety check.
+
+    A history written by an older version of a workflow must replay without a
+    non-determinism error against the new code before that code is deployed. Histories
+    may come from this engine or from a Temporal cluster (``WorkflowHistory.from_json``).
+    """
+
+    def __init__(
+        self, *, workflows: Sequence[type], data_converter: DataConverter | None = None
+    ) -> None:
+        if not workflows:
+            raise InvalidArgumentError("a Replayer needs the workflow classes to replay")
+        self._definitions: dict[str, WorkflowDefinition] = {}
+        for cls in workflows:
+            defn = WorkflowDefinition.of(cls)
+            self._definitions[defn.name] = defn
+        self._converter = data_converter or DataConverter.default
+
+    async def replay_workflow(
+        self, history: WorkflowHistory, *, raise_on_replay_failure: bool = True
+    ) -> WorkflowReplayResult:
+        """Replay one history. A non-determinism error (or an exception in workflow code
+        during replay) is raised, or returned in the result when
+        ``raise_on_replay_failure=False``."""
+        try:
+            outcome = replay_events(
+                history.events, self._definitions, self._converter, workflow_id=history.workflow_id
+            )
+        except InvalidArgumentError as err:  # not a history of a workflow we were given
+            if raise_on_replay_failure:
+                raise
+            return WorkflowReplayResult(history, err)
+        failure = _public_failure(outcome.failure)
+        if failure is not None and raise_on_replay_failure:
+            raise failure
+        return WorkflowReplayResult(history, failure)
+
+    async def replay_workflows(
+        self,
+        histories: Iterable[WorkflowHistory] | AsyncIterable[WorkflowHistory],
+        *,
+        raise_on_replay_failure: bool = True,
+    ) -> WorkflowReplayResults:
+        """Replay many histories; failures are collected per run id (or raised at once)."""
+        results = WorkflowReplayResults()
+
+        async def each() -> AsyncIterator[WorkflowHistory]:
+            if isinstance(histories, AsyncIterable):
+                async for h in histories:
+                    yield h
+            else:
+                for h in histories:
+                    yield h
+
+        async for history in each():
+            result = await self.replay_workflow(
+                history, raise_on_replay_failure=raise_on_replay_failure
+            )
+            results.results.append(result)
+            if result.replay_failure is not None:
+                results.replay_failures[history.run_id or history.workflow_id] = (
+                    result.replay_failure
+                )
+        return results
+
+
+def _public_failure(failure: Exception | None) -> Exception | None:
+    """Workflow-task errors surface as the exception the workflow code raised."""
+    if isinstance(failure, WorkflowTaskError):
+        cause = failure.cause
+        return cause if isinstance(cause, Exception) else failure
+    return failure
