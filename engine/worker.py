@@ -15,6 +15,7 @@ from typing import Any
 from ._replay.definitions import ActivityDefinition, WorkflowDefinition
 from ._replay.instance import WorkflowTaskError
 from ._replay.replayer import replay_events
+from ._replay.stepper import ReplaySession, Snapshot
 from ._worker.activities import ActivityRunner
 from ._worker.metrics import WorkerMetrics
 from ._worker.workflows import WorkflowRunner
@@ -23,7 +24,14 @@ from .converter import DataConverter
 from .exceptions import InvalidArgumentError
 from .history import WorkflowHistory
 
-__all__ = ["Replayer", "Worker", "WorkflowReplayResult", "WorkflowReplayResults"]
+__all__ = [
+    "ReplaySession",
+    "Replayer",
+    "Snapshot",
+    "Worker",
+    "WorkflowReplayResult",
+    "WorkflowReplayResults",
+]
 
 log = logging.getLogger("engine.worker")
 
@@ -273,6 +281,13 @@ class Replayer:
         if failure is not None and raise_on_replay_failure:
             raise failure
         return WorkflowReplayResult(history, failure)
+
+    def debug(self, history: WorkflowHistory) -> ReplaySession:
+        """A step-through session over ``history`` (step, step back, run to a breakpoint,
+        and at each point the source line, locals, attributes and pending work)."""
+        return ReplaySession(
+            history.events, self._definitions, self._converter, workflow_id=history.workflow_id
+        )
 
     async def replay_workflows(
         self,

@@ -41,52 +41,66 @@ class HistoryDriver:
         self._jobs: list[Job] = []
         self._unmatched: list[cmd.Command] = []
         self._awaiting_completion = False
+        self._matching = False
+        self._last_completed: HistoryEvent | None = None
+        #: Called when a command is matched with its recorded event; for the stepper.
+        self.on_recorded: Any = None
         #: Called before each activation with (started event, replaying); for the stepper.
         self.on_activation: Any = None
 
-    def apply(self, events: Sequence[HistoryEvent]) -> list[cmd.Command]:
+    def apply(
+        self, events: Sequence[HistoryEvent], future: Sequence[HistoryEvent] = ()
+    ) -> list[cmd.Command]:
         """Apply events that continue the history; return commands of a final open task.
 
-        If the last event is a ``WorkflowTaskStarted`` (the task being worked on now), the
-        workflow is activated for real and its commands are returned. Otherwise an empty
-        list is returned (pure replay).
+        If the last event is a ``WorkflowTaskStarted`` with nothing after it (the task being
+        worked on now), the workflow is activated for real and its commands are returned.
+        Otherwise an empty list is returned (pure replay). ``future`` holds events after
+        these that are already known (when stepping through a recorded history): they are
+        looked at, not applied.
         """
         if events and events[0].event_id != self.next_event_id:
             raise CacheMismatchError(
                 f"expected event {self.next_event_id}, got {events[0].event_id}"
             )
         produced: list[cmd.Command] = []
-        i = 0
         n = len(events)
-        while i < n:
-            event = events[i]
+        for i, event in enumerate(events):
             self.next_event_id = event.event_id + 1
+            kind = event.event_type
             if self._awaiting_completion:
                 self._awaiting_completion = False
-                if event.event_type != "WorkflowTaskCompleted":
+                if kind != "WorkflowTaskCompleted":
                     raise CacheMismatchError(
-                        f"event {event.event_id} is {event.event_type}, not the completion of "
-                        "the task this instance worked on"
+                        f"event {event.event_id} is {kind}, not the completion of the task "
+                        "this instance worked on"
                     )
-            kind = event.event_type
+            if self._matching:
+                if kind in cmd.COMMAND_EVENT_TYPES:
+                    self._match_one(event)
+                    continue
+                self._end_matching(event)
             if kind == "WorkflowTaskStarted":
-                following = events[i + 1] if i + 1 < n else None
+                following = events[i + 1] if i + 1 < n else (future[0] if future else None)
                 if following is None:
                     produced = self._activate(event, replaying=False)
                     self._unmatched = list(produced)
                     self._awaiting_completion = True
                 elif following.event_type == "WorkflowTaskCompleted":
-                    self._unmatched = self._activate(
-                        event, replaying=True, upcoming=events[i + 2 :]
-                    )
+                    upcoming = list(events[i + 2 :]) + list(future)
+                    self._unmatched = self._activate(event, replaying=True, upcoming=upcoming)
                 # A failed or timed-out task leaves its jobs for the next one.
             elif kind == "WorkflowTaskCompleted":
-                i = self._match(events, i + 1)
-                continue
+                self._matching = True
+                self._last_completed = event
             else:
                 self._collect_job(event)
-            i += 1
         return produced
+
+    def finish(self) -> None:
+        """The recorded history ends here: commands the code produced must all be matched."""
+        if self._matching:
+            self._end_matching(None)
 
     # -- activation -----------------------------------------------------------------------
 
@@ -139,54 +153,52 @@ class HistoryDriver:
 
     # -- matching -------------------------------------------------------------------------
 
-    def _match(self, events: Sequence[HistoryEvent], start: int) -> int:
-        """Match unmatched commands with the command events from ``start``; return the
-        index of the first event after them."""
-        commands = self._unmatched
+    def _match_one(self, event: HistoryEvent) -> None:
+        """Match one recorded command event with the next command the code produced."""
+        if not self._unmatched:
+            if _patch_id(event) is not None:
+                return  # a patch marker the code no longer asks about is fine
+            raise self._mismatch(event, None)
+        command = self._unmatched[0]
+        if not command.matches(event.event_type, event.attributes):
+            if _patch_id(event) is not None and not isinstance(command, cmd.RecordMarker):
+                return
+            raise self._mismatch(event, command)
+        self._unmatched.pop(0)
+        self._recorded(command, event)
+
+    def _end_matching(self, after: HistoryEvent | None) -> None:
+        """The task's command events are over: the code must not have produced more."""
+        self._matching = False
+        leftovers = [
+            c
+            for c in self._unmatched
+            if not (isinstance(c, cmd.RecordMarker) and c.marker_name == PATCH_MARKER)
+        ]
         self._unmatched = []
-        i = start
-        c = 0
-        while i < len(events) and events[i].event_type in cmd.COMMAND_EVENT_TYPES:
-            event = events[i]
-            self.next_event_id = event.event_id + 1
-            if c >= len(commands):
-                if _patch_id(event) is not None:
-                    i += 1  # a patch marker the code no longer asks about is fine
-                    continue
-                raise self._mismatch(event, None)
-            command = commands[c]
-            if not command.matches(event.event_type, event.attributes):
-                if _patch_id(event) is not None and not isinstance(command, cmd.RecordMarker):
-                    i += 1
-                    continue
-                raise self._mismatch(event, command)
-            self._recorded(command, event)
-            c += 1
-            i += 1
-        if c < len(commands):
-            # The code produced more commands than the task recorded.
-            extra = commands[c]
-            if isinstance(extra, cmd.RecordMarker) and extra.marker_name == PATCH_MARKER:
-                pass
-            else:
-                last = events[i - 1] if i > 0 else None
-                raise NondeterminismError(
-                    f"workflow code produced {extra.describe()} but the workflow task that "
-                    f"ended at event {last.event_id if last else '?'} recorded no such "
-                    "command. The code now does something the recorded run did not: was the "
-                    "workflow changed while this run was open? Use workflow.patched() for "
-                    "changes that add, remove or move commands.",
-                    event_id=last.event_id if last else None,
-                    recorded=None,
-                    produced=extra.describe(),
-                    workflow_id=self.instance.workflow_id,
-                    run_id=self.instance.run_id,
-                )
-        return i
+        if not leftovers:
+            return
+        extra = leftovers[0]
+        last = self._last_completed
+        where = f"after event {last.event_id}" if last is not None else ""
+        raise NondeterminismError(
+            f"workflow code produced {extra.describe()} but the workflow task completed at "
+            f"event {last.event_id if last else '?'} recorded no such command. The code now "
+            "does something the recorded run did not: was the workflow changed while this "
+            "run was open? Use workflow.patched() for changes that add, remove or move "
+            "commands.",
+            event_id=after.event_id if after is not None else self.next_event_id - 1,
+            recorded="nothing " + where if where else "nothing",
+            produced=extra.describe(),
+            workflow_id=self.instance.workflow_id,
+            run_id=self.instance.run_id,
+        )
 
     def _recorded(self, command: cmd.Command, event: HistoryEvent) -> None:
         if isinstance(command, cmd.ScheduleActivityTask):
             self.instance.activity_scheduled(command.seq, event.event_id)
+        if self.on_recorded is not None:
+            self.on_recorded(command, event)
 
     def _mismatch(self, event: HistoryEvent, command: cmd.Command | None) -> NondeterminismError:
         recorded = describe_event(event)

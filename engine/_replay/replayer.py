@@ -95,6 +95,7 @@ def replay_events(
     failure: Exception | None = None
     try:
         driver.apply(events)
+        driver.finish()
     except NondeterminismError as err:
         failure = err
     except WorkflowTaskError as err:

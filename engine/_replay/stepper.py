@@ -1,0 +1,324 @@
+"""Stepping through a recorded history: the replay debugger behind ``Replayer.debug()``.
+
+A :class:`ReplaySession` applies a history one event at a time to a fresh workflow
+instance. At every point it can show the event just applied, the commands the code has
+produced (and the events they were matched with), where the workflow code is suspended
+(file, line, local variables), the workflow object's attributes, what is pending (timers,
+activities, handlers, conditions), and whether the code has diverged from the history.
+Stepping back replays from the first event to the earlier position.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import linecache
+import reprlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from ..converter import DataConverter
+from ..exceptions import NondeterminismError
+from . import commands as cmd
+from .definitions import WorkflowDefinition
+from .driver import HistoryDriver, describe_event
+from .events import HistoryEvent
+from .instance import WorkflowTaskError
+from .replayer import new_driver
+
+_ENGINE_DIR = str(Path(__file__).resolve().parents[1])
+_ASYNCIO_DIR = str(Path(asyncio.__file__).resolve().parent)
+
+_repr = reprlib.Repr()
+_repr.maxstring = 120
+_repr.maxother = 120
+_repr.maxlist = 10
+_repr.maxdict = 10
+
+
+def safe_repr(value: Any) -> str:
+    """A short repr that never raises."""
+    try:
+        return _repr.repr(value)
+    except Exception as err:  # a broken __repr__ must not break the debugger
+        return f"<unrepresentable {type(value).__name__}: {err}>"
+
+
+@dataclass
+class SourceLocation:
+    """Where workflow code is suspended."""
+
+    filename: str
+    line: int
+    function: str
+    #: (line number, text) around ``line``; empty when the source is not available.
+    context: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass
+class RecordedCommand:
+    """A command the code produced, and the event it was matched with (if yet)."""
+
+    description: str
+    event_id: int | None
+    activation_event_id: int
+
+
+@dataclass
+class Snapshot:
+    """The state of the replay after ``position`` events have been applied."""
+
+    position: int
+    total: int
+    event: HistoryEvent | None
+    next_event: HistoryEvent | None
+    replaying: bool
+    workflow_time: datetime | None
+    commands: list[RecordedCommand]
+    source: SourceLocation | None
+    locals: dict[str, str]
+    attributes: dict[str, str]
+    pending_timers: list[dict[str, Any]]
+    pending_activities: list[dict[str, Any]]
+    running_handlers: int
+    waiting_conditions: int
+    completed: bool
+    diverged: Exception | None
+
+    @property
+    def at_end(self) -> bool:
+        """Whether every event has been applied."""
+        return self.position >= self.total
+
+    def describe(self) -> str:
+        """A few lines for a terminal or a notebook."""
+        lines = []
+        if self.event is not None:
+            lines.append(f"event {self.event.event_id}/{self.total}: {self.event.event_type}")
+        else:
+            lines.append(f"before the first event (0/{self.total})")
+        if self.source is not None:
+            lines.append(
+                f"code at {self.source.filename}:{self.source.line} ({self.source.function})"
+            )
+        if self.locals:
+            lines.append("locals: " + ", ".join(f"{k}={v}" for k, v in self.locals.items()))
+        if self.diverged is not None:
+            lines.append(f"DIVERGED: {self.diverged}")
+        return "\n".join(lines)
+
+
+class ReplaySession:
+    """Step through one history against workflow code (see the module docstring)."""
+
+    def __init__(
+        self,
+        events: Sequence[HistoryEvent],
+        definitions: dict[str, WorkflowDefinition],
+        converter: DataConverter,
+        *,
+        workflow_id: str,
+    ) -> None:
+        self.events = list(events)
+        self._definitions = definitions
+        self._converter = converter
+        self._workflow_id = workflow_id
+        self._reset()
+
+    # -- movement ---------------------------------------------------------------------
+
+    @property
+    def position(self) -> int:
+        """How many events have been applied."""
+        return self._position
+
+    def step(self) -> Snapshot:
+        """Apply the next event."""
+        if self._position < len(self.events) and self._diverged is None:
+            self._apply_next()
+        return self.snapshot()
+
+    def step_task(self) -> Snapshot:
+        """Run to the next point where the workflow code runs (an activation), or the end."""
+        start = self._activations
+        while (
+            self._position < len(self.events)
+            and self._diverged is None
+            and self._activations == start
+        ):
+            self._apply_next()
+        return self.snapshot()
+
+    def run_to(
+        self,
+        event_id: int | None = None,
+        event_type: str | None = None,
+        predicate: Callable[[HistoryEvent], bool] | None = None,
+    ) -> Snapshot:
+        """Run until the event just applied has ``event_id`` / ``event_type`` / matches the
+        predicate (a breakpoint), the code diverges, or the history ends."""
+        if event_id is not None and event_id <= self._position:
+            return self.goto(event_id)
+        while self._position < len(self.events) and self._diverged is None:
+            event = self._apply_next()
+            if (
+                (event_id is not None and event.event_id == event_id)
+                or (event_type is not None and event.event_type == event_type)
+                or (predicate is not None and predicate(event))
+            ):
+                break
+        return self.snapshot()
+
+    def step_back(self) -> Snapshot:
+        """Return to the state one event earlier (by replaying from the start)."""
+        return self.goto(max(0, self._position - 1))
+
+    def goto(self, position: int) -> Snapshot:
+        """Move to the state after ``position`` events (0 = before the first)."""
+        position = max(0, min(position, len(self.events)))
+        if position < self._position or self._diverged is not None:
+            self._reset()
+            if position:
+                self._apply(self.events[:position], self.events[position:])
+        while self._position < position and self._diverged is None:
+            self._apply_next()
+        return self.snapshot()
+
+    def run(self) -> Snapshot:
+        """Run to the end (or to a divergence)."""
+        return self.run_to(predicate=lambda _event: False)
+
+    # -- state ------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """The state at the current position."""
+        driver = self._driver
+        inst = driver.instance
+        event = self.events[self._position - 1] if self._position else None
+        nxt = self.events[self._position] if self._position < len(self.events) else None
+        frame = _innermost_user_frame(inst._main)
+        source = _location(frame) if frame is not None else None
+        local_vars = {
+            k: safe_repr(v)
+            for k, v in (frame.f_locals.items() if frame is not None else ())
+            if k != "self"
+        }
+        attributes = {
+            k: safe_repr(v)
+            for k, v in (vars(inst._object).items() if inst._object is not None else ())
+        }
+        timers = [
+            {"timer_id": str(seq), "fires_at": datetime.fromtimestamp(handle.when(), UTC)}
+            for seq, handle in sorted(inst._timers.items())
+        ]
+        activities = [
+            {
+                "seq": seq,
+                "activity_type": p.command.activity_type,
+                "activity_id": p.command.activity_id,
+                "scheduled_event_id": p.scheduled_event_id,
+            }
+            for seq, p in sorted(inst._activities.items())
+            if not p.result.done()
+        ]
+        return Snapshot(
+            position=self._position,
+            total=len(self.events),
+            event=event,
+            next_event=nxt,
+            replaying=inst._replaying,
+            workflow_time=datetime.fromtimestamp(inst._now, UTC) if inst._now else None,
+            commands=list(self._commands),
+            source=source,
+            locals=local_vars,
+            attributes=attributes,
+            pending_timers=timers,
+            pending_activities=activities,
+            running_handlers=inst._handlers_running,
+            waiting_conditions=sum(1 for _, fut in inst._conditions if not fut.done()),
+            completed=inst.completed,
+            diverged=self._diverged,
+        )
+
+    # -- internals --------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        self._driver: HistoryDriver = new_driver(
+            self.events, self._definitions, self._converter, workflow_id=self._workflow_id
+        )
+        self._driver.on_activation = self._on_activation
+        self._driver.on_recorded = self._on_recorded
+        self._position = 0
+        self._activations = 0
+        self._diverged: Exception | None = None
+        self._commands: list[RecordedCommand] = []
+        self._activation_id = 0
+
+    def _apply_next(self) -> HistoryEvent:
+        event = self.events[self._position]
+        self._apply([event], self.events[self._position + 1 :])
+        return event
+
+    def _apply(self, chunk: Sequence[HistoryEvent], future: Sequence[HistoryEvent]) -> None:
+        try:
+            produced = self._driver.apply(chunk, future)
+            if not future:
+                self._driver.finish()
+        except NondeterminismError as err:
+            self._diverged = err
+        except WorkflowTaskError as err:
+            cause = err.cause
+            self._diverged = cause if isinstance(cause, Exception) else err
+        else:
+            del produced
+        self._position += len(chunk)
+
+    def _on_activation(self, started: HistoryEvent, replaying: bool) -> None:
+        self._activations += 1
+        self._activation_id = started.event_id
+
+    def _on_recorded(self, command: cmd.Command, event: HistoryEvent) -> None:
+        self._commands.append(
+            RecordedCommand(
+                f"{command.describe()} = event {event.event_id} ({describe_event(event)})",
+                event.event_id,
+                self._activation_id,
+            )
+        )
+
+
+def _innermost_user_frame(task: asyncio.Task[Any] | None) -> FrameType | None:
+    if task is None or task.done():
+        return None
+    coro: Any = task.get_coro()
+    found: FrameType | None = None
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:
+            break
+        if not _is_internal(frame):
+            found = frame
+        nxt = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+        if nxt is None or isinstance(nxt, asyncio.Future):
+            break
+        coro = nxt
+    return found
+
+
+def _is_internal(frame: FrameType) -> bool:
+    filename = frame.f_code.co_filename
+    return filename.startswith(_ENGINE_DIR) or filename.startswith(_ASYNCIO_DIR)
+
+
+def _location(frame: FrameType) -> SourceLocation:
+    filename = frame.f_code.co_filename
+    line = frame.f_lineno
+    context = []
+    for number in range(max(1, line - 3), line + 4):
+        text = linecache.getline(filename, number)
+        if text:
+            context.append((number, text.rstrip("\n")))
+    return SourceLocation(filename, line, frame.f_code.co_name, context)

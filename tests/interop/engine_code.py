@@ -1,0 +1,243 @@
+"""The interop cases written for ``engine``: ``temporal_code.py`` with the imports changed.
+
+``temporal_code.py`` beside this file is the same code with ``temporalio`` imports: the two
+files differ only in their import lines (a test checks it). Workflow and activity type
+names match the ones of ``../shared/peers/temporal_wf.py`` where a case has a recorded
+Temporal sample in ``../shared/data``, so those samples replay against these classes too.
+
+Child workflows are not covered: the engine does not implement them yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from engine import ActivityError, ApplicationError, RetryPolicy, activity, workflow
+
+TIMEOUT = timedelta(seconds=30)
+FAST_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=100),
+    backoff_coefficient=2.0,
+    maximum_attempts=5,
+)
+
+
+# -- activities -------------------------------------------------------------------------
+
+
+@activity.defn
+async def say_hello(name: str) -> str:
+    return f"Hello, {name}!"
+
+
+@activity.defn
+async def noop(x: int) -> int:
+    return x
+
+
+@activity.defn
+async def flaky(name: str) -> str:
+    """Fails on attempts 1 and 2, succeeds on attempt 3."""
+    attempt = activity.info().attempt
+    if attempt < 3:
+        raise ApplicationError(f"flaky failure on attempt {attempt}", type="FlakyError")
+    return f"ok after {attempt} attempts: {name}"
+
+
+@activity.defn
+async def always_fails(name: str) -> str:
+    """Fails for good: a non-retryable application error with details."""
+    raise ApplicationError(
+        f"permanent failure for {name}",
+        {"detail": "some detail", "code": 42},
+        type="PermanentError",
+        non_retryable=True,
+    )
+
+
+@activity.defn
+async def release(resource: str) -> str:
+    """The cleanup step of a cancelled workflow."""
+    return f"released {resource}"
+
+
+@activity.defn
+async def resumable(steps: int) -> str:
+    """Heartbeats its progress; attempt 1 fails half way, attempt 2 resumes from it."""
+    info = activity.info()
+    done = int(info.heartbeat_details[0]) if info.heartbeat_details else 0
+    if info.attempt == 1:
+        done = steps // 2
+        activity.heartbeat(done)
+        await asyncio.sleep(0.3)  # give the heartbeat time to reach the service
+        raise ApplicationError("connection lost half way", type="ConnectionLost")
+    return f"resumed at step {done} of {steps} on attempt {info.attempt}"
+
+
+ALL_ACTIVITIES = [say_hello, noop, flaky, always_fails, release, resumable]
+
+
+# -- workflows --------------------------------------------------------------------------
+
+
+@workflow.defn
+class HelloWF:
+    """One activity."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        return await workflow.execute_activity(say_hello, name, start_to_close_timeout=TIMEOUT)
+
+
+@workflow.defn
+class SeqActivitiesWF:
+    """``n`` activities one after the other."""
+
+    @workflow.run
+    async def run(self, n: int) -> int:
+        total = 0
+        for i in range(n):
+            total += await workflow.execute_activity(noop, i, start_to_close_timeout=TIMEOUT)
+        return total
+
+
+@workflow.defn
+class TimerWF:
+    """A durable timer."""
+
+    @workflow.run
+    async def run(self, seconds: float) -> str:
+        await workflow.sleep(seconds)
+        return "timer done"
+
+
+@workflow.defn
+class SignalWF:
+    """Waits until ``expected`` signals have arrived, then returns them in order."""
+
+    def __init__(self) -> None:
+        self._messages: list[str] = []
+
+    @workflow.signal
+    async def add_message(self, message: str) -> None:
+        self._messages.append(message)
+
+    @workflow.run
+    async def run(self, expected: int) -> list[str]:
+        await workflow.wait_condition(lambda: len(self._messages) >= expected)
+        return self._messages
+
+
+@workflow.defn
+class RetryWF:
+    """An activity that fails twice, then succeeds (retries 100 ms apart, doubling)."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        return await workflow.execute_activity(
+            flaky, name, start_to_close_timeout=TIMEOUT, retry_policy=FAST_RETRY
+        )
+
+
+@workflow.defn
+class FailedActivityWF:
+    """The activity fails non-retryably and the workflow does not catch it: it fails."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        return await workflow.execute_activity(
+            always_fails,
+            name,
+            start_to_close_timeout=TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=3),
+        )
+
+
+@workflow.defn
+class CaughtFailureWF:
+    """The activity fails non-retryably; the workflow catches the error and completes."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        try:
+            return await workflow.execute_activity(
+                always_fails,
+                name,
+                start_to_close_timeout=TIMEOUT,
+                retry_policy=RetryPolicy(maximum_attempts=3),
+            )
+        except ActivityError as err:
+            return f"caught: {type(err).__name__}: {err.cause}"
+
+
+@workflow.defn
+class PatchedWF:
+    """A change guarded by ``workflow.patched``: new runs greet through an activity."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        if workflow.patched("greet-with-activity"):
+            greeting = await workflow.execute_activity(
+                say_hello, name, start_to_close_timeout=TIMEOUT
+            )
+        else:
+            greeting = f"Hi, {name}."
+        await workflow.sleep(1)
+        return greeting
+
+
+@workflow.defn
+class CancelCleanupWF:
+    """Waits 30 days; when cancelled, releases what it holds, then reports the cancel."""
+
+    @workflow.run
+    async def run(self, resource: str) -> str:
+        try:
+            await workflow.sleep(timedelta(days=30))
+        except asyncio.CancelledError:
+            await workflow.execute_activity(release, resource, start_to_close_timeout=TIMEOUT)
+            raise
+        return "held for 30 days"
+
+
+@workflow.defn
+class CountdownWF:
+    """One activity per run, then continues as new with ``n - 1`` until ``n`` is 0."""
+
+    @workflow.run
+    async def run(self, n: int) -> str:
+        await workflow.execute_activity(say_hello, f"round {n}", start_to_close_timeout=TIMEOUT)
+        if n > 0:
+            workflow.continue_as_new(n - 1)
+        return "liftoff"
+
+
+@workflow.defn
+class HeartbeatWF:
+    """An activity whose heartbeat details carry its progress over to the next attempt."""
+
+    @workflow.run
+    async def run(self, steps: int) -> str:
+        return await workflow.execute_activity(
+            resumable,
+            steps,
+            start_to_close_timeout=TIMEOUT,
+            heartbeat_timeout=timedelta(seconds=10),
+            retry_policy=FAST_RETRY,
+        )
+
+
+ALL_WORKFLOWS = [
+    HelloWF,
+    SeqActivitiesWF,
+    TimerWF,
+    SignalWF,
+    RetryWF,
+    FailedActivityWF,
+    CaughtFailureWF,
+    PatchedWF,
+    CancelCleanupWF,
+    CountdownWF,
+    HeartbeatWF,
+]
