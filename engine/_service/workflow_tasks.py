@@ -4,6 +4,7 @@ turning completed tasks' commands into events, failing and retrying tasks."""
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from .clock import Clock
 from .state import (
     HISTORY_MAX_BYTES,
     HISTORY_MAX_EVENTS,
+    HISTORY_WARN_BYTES,
+    HISTORY_WARN_EVENTS,
     SUGGEST_CAN_BYTES,
     SUGGEST_CAN_EVENTS,
     WFT_RETRY_MAX_DELAY,
@@ -34,6 +37,7 @@ from .state import (
 from .types import ActivityTask, StartWorkflowRequest, StartWorkflowResult, WorkflowTask
 
 JsonDict = dict[str, Any]
+log = logging.getLogger("engine.service")
 S = WorkflowExecutionStatus
 
 
@@ -254,6 +258,20 @@ class WorkflowTaskOps:
         if rs.is_open:
             if rs.flush_buffered():
                 rs.wft_wanted = True
+            if (
+                rs.row.next_event_id <= HISTORY_WARN_EVENTS < rs.next_event_id
+                or rs.row.history_size_bytes <= HISTORY_WARN_BYTES < rs.history_size
+            ):
+                log.warning(
+                    "the history of workflow %s (run %s) passed %d events or %d MB; runs are "
+                    "terminated at %d events or %d MB: consider continue-as-new",
+                    rs.workflow_id,
+                    rs.run_id,
+                    HISTORY_WARN_EVENTS,
+                    HISTORY_WARN_BYTES // (1024 * 1024),
+                    HISTORY_MAX_EVENTS,
+                    HISTORY_MAX_BYTES // (1024 * 1024),
+                )
             if rs.next_event_id > HISTORY_MAX_EVENTS or rs.history_size > HISTORY_MAX_BYTES:
                 self._terminate(
                     rs,

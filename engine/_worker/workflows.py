@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,7 +24,7 @@ from .._service.service import Service
 from .._service.state import wft_channel
 from .._service.types import WorkflowTask
 from .._service.workflow_tasks import TaskNotFoundError
-from ..converter import DataConverter, Payload, check_payloads_size
+from ..converter import MAX_TRANSACTION_BYTES, DataConverter, Payload, check_payloads_size
 from ..exceptions import NondeterminismError, PayloadSizeError, StoreError
 from .metrics import WorkerMetrics
 
@@ -323,6 +322,7 @@ class WorkflowRunner:
 
 
 def _check_command_sizes(commands: list[cmd.Command]) -> None:
+    total: list[Payload] = []
     for command in commands:
         payloads: list[dict[str, object]] = []
         what = command.describe()
@@ -336,9 +336,9 @@ def _check_command_sizes(commands: list[cmd.Command]) -> None:
             payloads = command.input
             what = "continue-as-new input"
         if payloads:
-            check_payloads_size([Payload.from_json(p) for p in payloads], what=what)
-
-
-def now_ms() -> float:
-    """Wall-clock milliseconds."""
-    return time.time() * 1000.0
+            decoded = [Payload.from_json(p) for p in payloads]
+            check_payloads_size(decoded, what=what)
+            total += decoded
+    check_payloads_size(
+        total, what="the commands of one workflow task", limit=MAX_TRANSACTION_BYTES
+    )

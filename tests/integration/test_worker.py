@@ -278,3 +278,30 @@ async def _wait_for_attempt(handle) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError("no attempt started")
+
+
+@workflow.defn
+class Huge:
+    @workflow.run
+    async def run(self, markers: int) -> str:
+        for i in range(markers):
+            workflow.patched(f"p{i}")  # one MarkerRecorded event each
+        await workflow.sleep(3600)
+        return "unreachable"
+
+
+async def test_history_over_the_event_limit_terminates_the_run(
+    client: Client, task_queue: str
+) -> None:
+    from engine import WorkflowExecutionStatus
+
+    async with Worker(client, task_queue=task_queue, workflows=[Huge]):
+        handle = await client.start_workflow(
+            Huge.run, 51_300, id="huge-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        with pytest.raises(Exception) as info:
+            await asyncio.wait_for(handle.result(), 60)
+    assert "51200" in str(info.value.cause)  # type: ignore[attr-defined]
+    desc = await handle.describe()
+    assert desc.status == WorkflowExecutionStatus.TERMINATED
+    assert desc.history_length > 51_200

@@ -36,7 +36,9 @@ async def _recorded_history(tmp_path):  # type: ignore[no-untyped-def]
         database_url=f"sqlite:///{tmp_path / 'step.db'}"
     )
     try:
-        async with Worker(env.client, task_queue="steps", workflows=[FiveSteps], activities=[double]):
+        async with Worker(
+            env.client, task_queue="steps", workflows=[FiveSteps], activities=[double]
+        ):
             handle = await env.client.start_workflow(
                 FiveSteps.run, 5, id="five-" + uuid.uuid4().hex, task_queue="steps"
             )
@@ -97,4 +99,6 @@ async def test_breakpoint_on_event_type_and_divergence(tmp_path) -> None:  # typ
 
     diverging = Replayer(workflows=[FourSteps]).debug(history).run()
     assert diverging.diverged is not None
-    assert "StartTimer" in str(diverging.diverged) and "ScheduleActivityTask" in str(diverging.diverged)
+    assert "StartTimer" in str(diverging.diverged) and "ScheduleActivityTask" in str(
+        diverging.diverged
+    )
