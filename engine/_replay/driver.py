@@ -28,6 +28,10 @@ _ACTIVITY_RESOLUTIONS = {
 }
 
 
+#: Events that end the command events of a completed workflow task.
+_TASK_BOUNDARY = frozenset({"WorkflowTaskScheduled", "WorkflowTaskStarted"})
+
+
 class CacheMismatchError(Exception):
     """A cached instance received events that do not continue its history: replay afresh."""
 
@@ -79,7 +83,11 @@ class HistoryDriver:
                 if kind in cmd.COMMAND_EVENT_TYPES:
                     self._match_one(event)
                     continue
-                self._end_matching(event)
+                if kind in _TASK_BOUNDARY:
+                    self._end_matching(event)
+                # Other events may sit between a task's command events (an activity
+                # cancelled before it started is recorded as cancelled right away): they
+                # are jobs for the next activation, and matching goes on.
             if kind == "WorkflowTaskStarted":
                 following = events[i + 1] if i + 1 < n else (future[0] if future else None)
                 if following is None:
@@ -114,7 +122,7 @@ class HistoryDriver:
         jobs, self._jobs = self._jobs, []
         patches = set()
         for event in upcoming:
-            if event.event_type not in cmd.COMMAND_EVENT_TYPES:
+            if event.event_type in _TASK_BOUNDARY:
                 break
             patch_id = _patch_id(event)
             if patch_id is not None:
