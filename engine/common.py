@@ -326,3 +326,21 @@ class ActivityCancellationType(IntEnum):
     """Request cancellation and wait until the activity acknowledges it."""
     ABANDON = 2
     """Do not request cancellation; resolve at once as cancelled."""
+
+
+class ParentClosePolicy(IntEnum):
+    """What happens to a child workflow when its parent closes (temporalio's values)."""
+
+    UNSPECIFIED = 0
+    TERMINATE = 1
+    ABANDON = 2
+    REQUEST_CANCEL = 3
+
+
+class ChildWorkflowCancellationType(IntEnum):
+    """How cancelling a child from its parent waits (temporalio's values)."""
+
+    ABANDON = 0
+    TRY_CANCEL = 1
+    WAIT_CANCELLATION_COMPLETED = 2
+    WAIT_CANCELLATION_REQUESTED = 3

@@ -26,20 +26,30 @@ from ._replay.definitions import (
     set_workflow_definition,
     type_hints,
 )
-from .common import ActivityCancellationType, RetryPolicy
+from .common import (
+    ActivityCancellationType,
+    ChildWorkflowCancellationType,
+    ParentClosePolicy,
+    RetryPolicy,
+    WorkflowIDReusePolicy,
+)
 from .exceptions import InvalidArgumentError, NondeterminismError
 
 __all__ = [
     "ActivityCancellationType",
     "ActivityHandle",
+    "ChildWorkflowCancellationType",
+    "ChildWorkflowHandle",
     "ContinueAsNewError",
     "Info",
     "NondeterminismError",
+    "ParentClosePolicy",
     "all_handlers_finished",
     "continue_as_new",
     "defn",
     "deprecate_patch",
     "execute_activity",
+    "execute_child_workflow",
     "info",
     "init",
     "logger",
@@ -51,6 +61,7 @@ __all__ = [
     "signal",
     "sleep",
     "start_activity",
+    "start_child_workflow",
     "time",
     "unsafe",
     "update",
@@ -132,6 +143,11 @@ class _Runtime(ABC):
 
     @abstractmethod
     async def wait_condition(self, fn: Callable[[], bool], timeout: float | None) -> None: ...
+
+    @abstractmethod
+    async def start_child_workflow(
+        self, workflow: Any, args: Sequence[Any], options: dict[str, Any]
+    ) -> ChildWorkflowHandle[Any]: ...
 
     @abstractmethod
     def patched(self, patch_id: str, deprecated: bool) -> bool: ...
@@ -343,6 +359,92 @@ def _merge_args(arg: Any, args: Sequence[Any]) -> list[Any]:
             raise InvalidArgumentError("pass either one positional arg or args=[...], not both")
         return [arg]
     return list(args)
+
+
+# ---------------------------------------------------------------------------------------
+# child workflows
+# ---------------------------------------------------------------------------------------
+
+
+class ChildWorkflowHandle(asyncio.Task[T]):
+    """A started child workflow: await it for its result; ``cancel()`` asks it to cancel.
+
+    ``id`` is the child's workflow id, ``first_execution_run_id`` its first run id.
+    """
+
+    id: str
+    first_execution_run_id: str | None
+
+
+async def start_child_workflow(
+    workflow: Callable[..., Any] | str,
+    arg: Any = inspect.Parameter.empty,
+    *,
+    args: Sequence[Any] = (),
+    id: str | None = None,
+    task_queue: str | None = None,
+    execution_timeout: timedelta | None = None,
+    run_timeout: timedelta | None = None,
+    task_timeout: timedelta | None = None,
+    id_reuse_policy: WorkflowIDReusePolicy = WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+    parent_close_policy: ParentClosePolicy = ParentClosePolicy.TERMINATE,
+    cancellation_type: ChildWorkflowCancellationType = (
+        ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED
+    ),
+    result_type: type | None = None,
+) -> ChildWorkflowHandle[Any]:
+    """Start a child workflow and wait until it has started; return its handle.
+
+    The child gets its own history (and its own limits). By default it is terminated
+    when this workflow closes (``parent_close_policy``).
+    """
+    options = {
+        "id": id,
+        "task_queue": task_queue,
+        "execution_timeout": _timeout(execution_timeout),
+        "run_timeout": _timeout(run_timeout),
+        "task_timeout": _timeout(task_timeout),
+        "id_reuse_policy": id_reuse_policy,
+        "parent_close_policy": parent_close_policy,
+        "cancellation_type": cancellation_type,
+        "result_type": result_type,
+    }
+    return await _runtime().start_child_workflow(workflow, _merge_args(arg, args), options)
+
+
+async def execute_child_workflow(
+    workflow: Callable[..., Any] | str,
+    arg: Any = inspect.Parameter.empty,
+    *,
+    args: Sequence[Any] = (),
+    id: str | None = None,
+    task_queue: str | None = None,
+    execution_timeout: timedelta | None = None,
+    run_timeout: timedelta | None = None,
+    task_timeout: timedelta | None = None,
+    id_reuse_policy: WorkflowIDReusePolicy = WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+    parent_close_policy: ParentClosePolicy = ParentClosePolicy.TERMINATE,
+    cancellation_type: ChildWorkflowCancellationType = (
+        ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED
+    ),
+    result_type: type | None = None,
+) -> Any:
+    """Start a child workflow and wait for its result."""
+    handle = await start_child_workflow(
+        workflow,
+        arg,
+        args=args,
+        id=id,
+        task_queue=task_queue,
+        execution_timeout=execution_timeout,
+        run_timeout=run_timeout,
+        task_timeout=task_timeout,
+        id_reuse_policy=id_reuse_policy,
+        parent_close_policy=parent_close_policy,
+        cancellation_type=cancellation_type,
+        result_type=result_type,
+    )
+    return await handle
 
 
 # ---------------------------------------------------------------------------------------

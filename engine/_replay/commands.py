@@ -206,6 +206,55 @@ class ContinueAsNewWorkflowExecution(Command):
         return f"ContinueAsNewWorkflowExecution({self.workflow_type})"
 
 
+@dataclass
+class StartChildWorkflowExecution(Command):
+    """Start a child workflow (becomes StartChildWorkflowExecutionInitiated)."""
+
+    seq: int
+    workflow_id: str
+    workflow_type: str
+    task_queue: str
+    input: list[JsonDict]
+    execution_timeout: float | None = None
+    run_timeout: float | None = None
+    task_timeout: float | None = None
+    id_reuse_policy: int = 1
+    parent_close_policy: int = 1
+    event_type = "StartChildWorkflowExecutionInitiated"
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """Same child workflow id and type."""
+        return (
+            event_type == self.event_type
+            and attrs.get("workflowId") == self.workflow_id
+            and attrs.get("workflowType", {}).get("name") == self.workflow_type
+        )
+
+    def describe(self) -> str:
+        """Description."""
+        return f"StartChildWorkflowExecution({self.workflow_type}, workflow id {self.workflow_id})"
+
+
+@dataclass
+class RequestCancelExternalWorkflowExecution(Command):
+    """Ask another (child) workflow to cancel."""
+
+    seq: int
+    workflow_id: str
+    run_id: str | None
+    child_workflow_only: bool = True
+    event_type = "RequestCancelExternalWorkflowExecutionInitiated"
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """Same target workflow id."""
+        target = attrs.get("workflowExecution", {})
+        return event_type == self.event_type and target.get("workflowId") == self.workflow_id
+
+    def describe(self) -> str:
+        """Description."""
+        return f"RequestCancelExternalWorkflowExecution(workflow id {self.workflow_id})"
+
+
 CLOSING_COMMANDS = (
     CompleteWorkflowExecution,
     FailWorkflowExecution,

@@ -32,6 +32,19 @@ _ACTIVITY_RESOLUTIONS = {
 _TASK_BOUNDARY = frozenset({"WorkflowTaskScheduled", "WorkflowTaskStarted"})
 
 
+_CHILD_EVENTS = frozenset(
+    {
+        "ChildWorkflowExecutionStarted",
+        "StartChildWorkflowExecutionFailed",
+        "ChildWorkflowExecutionCompleted",
+        "ChildWorkflowExecutionFailed",
+        "ChildWorkflowExecutionCanceled",
+        "ChildWorkflowExecutionTerminated",
+        "ChildWorkflowExecutionTimedOut",
+    }
+)
+
+
 class CacheMismatchError(Exception):
     """A cached instance received events that do not continue its history: replay afresh."""
 
@@ -149,6 +162,10 @@ class HistoryDriver:
             seq = self.instance.activity_seq(int(attrs.get("scheduledEventId", 0)))
             if seq is not None:
                 self._jobs.append(Job("resolve_activity", event, seq))
+        elif kind in _CHILD_EVENTS:
+            seq = self.instance.child_seq(int(attrs.get("initiatedEventId", 0)))
+            if seq is not None:
+                self._jobs.append(Job("resolve_child", event, seq))
         elif kind == "TimerFired":
             seq = self.instance.timer_seq(str(attrs.get("timerId", "")))
             if seq is not None:
@@ -205,6 +222,8 @@ class HistoryDriver:
     def _recorded(self, command: cmd.Command, event: HistoryEvent) -> None:
         if isinstance(command, cmd.ScheduleActivityTask):
             self.instance.activity_scheduled(command.seq, event.event_id)
+        elif isinstance(command, cmd.StartChildWorkflowExecution):
+            self.instance.child_initiated(command.seq, event.event_id)
         if self.on_recorded is not None:
             self.on_recorded(command, event)
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .. import workflow
-from ..common import ActivityCancellationType, RetryPolicy
+from ..common import ActivityCancellationType, ChildWorkflowCancellationType, RetryPolicy
 from ..converter import DataConverter
 from ..exceptions import (
     ActivityError,
@@ -29,6 +29,7 @@ from ..exceptions import (
     FailureError,
     InvalidArgumentError,
     RetryState,
+    WorkflowAlreadyStartedError,
     is_cancelled_exception,
 )
 from . import commands as cmd
@@ -56,6 +57,20 @@ class Job:
     kind: str  # start | resolve_activity | fire_timer | signal | cancel
     event: HistoryEvent
     seq: int = 0
+
+
+@dataclass
+class _PendingChild:
+    seq: int
+    command: cmd.StartChildWorkflowExecution
+    started: asyncio.Future[None]
+    result: asyncio.Future[Any]
+    cancellation_type: ChildWorkflowCancellationType
+    result_type: Any
+    initiated_event_id: int | None = None
+    started_event_id: int | None = None
+    run_id: str | None = None
+    cancel_sent: bool = False
 
 
 @dataclass
@@ -97,6 +112,10 @@ class WorkflowInstance(asyncio.AbstractEventLoop, workflow._Runtime):
         self._activities: dict[int, _PendingActivity] = {}
         self._activities_by_event: dict[int, int] = {}
         self._timers: dict[int, asyncio.TimerHandle] = {}
+        self._child_seq = 0
+        self._external_seq = 0
+        self._children: dict[int, _PendingChild] = {}
+        self._children_by_event: dict[int, int] = {}
         self._timer_seq_of: dict[int, int] = {}  # id(handle) -> seq
         self._conditions: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
         self._handlers_running = 0
@@ -165,6 +184,8 @@ class WorkflowInstance(asyncio.AbstractEventLoop, workflow._Runtime):
                 self._ready.append(handle)
         elif job.kind == "resolve_activity":
             self._resolve_activity(job.seq, event)
+        elif job.kind == "resolve_child":
+            self._resolve_child(job.seq, event)
         elif job.kind == "signal":
             self._signal(attrs.get("signalName", ""), (attrs.get("input") or {}).get("payloads"))
         elif job.kind == "cancel":
@@ -441,6 +462,170 @@ class WorkflowInstance(asyncio.AbstractEventLoop, workflow._Runtime):
                 "activityType": {"name": pending.command.activity_type},
                 "activityId": pending.command.activity_id,
                 "retryState": retry_state or "RETRY_STATE_UNSPECIFIED",
+            },
+        }
+        pending.result.set_exception(self.converter.from_failure(wrapper))
+
+    # -- child workflows ----------------------------------------------------------------
+
+    async def start_child_workflow(
+        self, workflow_ref: Any, args: Sequence[Any], options: dict[str, Any]
+    ) -> workflow.ChildWorkflowHandle[Any]:
+        """Emit StartChildWorkflowExecution; resolve once the child has started."""
+        wf_type = workflow.definition_name(workflow_ref)
+        result_type = options.get("result_type")
+        if result_type is None and not isinstance(workflow_ref, str):
+            result_type = WorkflowDefinition.of(workflow_ref).return_type
+        self._child_seq += 1
+        seq = self._child_seq
+        child_id = (
+            options.get("id")
+            or f"{self.workflow_id}-child-{seq}-{self.random().getrandbits(32):08x}"
+        )
+        command = cmd.StartChildWorkflowExecution(
+            seq=seq,
+            workflow_id=child_id,
+            workflow_type=wf_type,
+            task_queue=options.get("task_queue") or self.task_queue,
+            input=self.converter.to_payloads_json(args),
+            execution_timeout=options.get("execution_timeout"),
+            run_timeout=options.get("run_timeout"),
+            task_timeout=options.get("task_timeout"),
+            id_reuse_policy=int(options.get("id_reuse_policy") or 1),
+            parent_close_policy=int(options.get("parent_close_policy") or 1),
+        )
+        self._commands.append(command)
+        pending = _PendingChild(
+            seq=seq,
+            command=command,
+            started=self.create_future(),
+            result=self.create_future(),
+            cancellation_type=options.get("cancellation_type")
+            or ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+            result_type=result_type,
+        )
+        self._children[seq] = pending
+        try:
+            await asyncio.shield(pending.started)
+        except asyncio.CancelledError:
+            self._cancel_child(pending)
+            raise
+        handle: workflow.ChildWorkflowHandle[Any] = workflow.ChildWorkflowHandle(
+            self._await_child(pending), loop=self
+        )
+        handle.id = child_id
+        handle.first_execution_run_id = pending.run_id
+        return handle
+
+    async def _await_child(self, pending: _PendingChild) -> Any:
+        while True:
+            try:
+                return await asyncio.shield(pending.result)
+            except asyncio.CancelledError:
+                if pending.result.done():
+                    return pending.result.result()
+                self._cancel_child(pending)
+                if pending.result.done():
+                    return pending.result.result()
+
+    def _cancel_child(self, pending: _PendingChild) -> None:
+        if pending.cancel_sent:
+            return
+        pending.cancel_sent = True
+        if pending.command in self._commands and pending.initiated_event_id is None:
+            # Never sent: take the start back.
+            self._commands.remove(pending.command)
+            self._children.pop(pending.seq, None)
+            err = CancelledError("Child workflow cancelled before it started")
+            if not pending.started.done():
+                pending.started.set_exception(err)
+            if not pending.result.done():
+                pending.result.set_exception(err)
+            return
+        kind = pending.cancellation_type
+        if kind != ChildWorkflowCancellationType.ABANDON:
+            self._external_seq += 1
+            self._commands.append(
+                cmd.RequestCancelExternalWorkflowExecution(
+                    seq=self._external_seq,
+                    workflow_id=pending.command.workflow_id,
+                    run_id=pending.run_id,
+                )
+            )
+        if (
+            kind
+            in (
+                ChildWorkflowCancellationType.ABANDON,
+                ChildWorkflowCancellationType.TRY_CANCEL,
+            )
+            and not pending.result.done()
+        ):
+            pending.result.set_exception(CancelledError("Child workflow cancelled"))
+
+    def child_initiated(self, seq: int, initiated_event_id: int) -> None:
+        """The StartChildWorkflowExecution command with ``seq`` was recorded."""
+        pending = self._children.get(seq)
+        if pending is not None:
+            pending.initiated_event_id = initiated_event_id
+        self._children_by_event[initiated_event_id] = seq
+
+    def child_seq(self, initiated_event_id: int) -> int | None:
+        """The child seq recorded at ``initiated_event_id``."""
+        return self._children_by_event.get(initiated_event_id)
+
+    def _resolve_child(self, seq: int, event: HistoryEvent) -> None:
+        pending = self._children.get(seq)
+        if pending is None:
+            return
+        attrs = event.attributes
+        kind = event.event_type
+        if kind == "ChildWorkflowExecutionStarted":
+            pending.run_id = str(attrs.get("workflowExecution", {}).get("runId", ""))
+            pending.started_event_id = event.event_id
+            if not pending.started.done():
+                pending.started.set_result(None)
+            return
+        if kind == "StartChildWorkflowExecutionFailed":
+            self._children.pop(seq, None)
+            err = WorkflowAlreadyStartedError(
+                pending.command.workflow_id, pending.command.workflow_type
+            )
+            if not pending.started.done():
+                pending.started.set_exception(err)
+            return
+        self._children.pop(seq, None)
+        if pending.result.done():
+            return
+        if kind == "ChildWorkflowExecutionCompleted":
+            payloads = (attrs.get("result") or {}).get("payloads") or []
+            values = self.converter.from_payloads_json(payloads, [pending.result_type])
+            pending.result.set_result(values[0] if values else None)
+            return
+        causes = {
+            "ChildWorkflowExecutionFailed": attrs.get("failure") or {"message": "failed"},
+            "ChildWorkflowExecutionCanceled": {
+                "message": "Child workflow cancelled",
+                "canceledFailureInfo": {"details": attrs["details"]} if "details" in attrs else {},
+            },
+            "ChildWorkflowExecutionTerminated": {
+                "message": "Child workflow terminated",
+                "terminatedFailureInfo": {},
+            },
+            "ChildWorkflowExecutionTimedOut": {
+                "message": "Child workflow timed out",
+                "timeoutFailureInfo": {"timeoutType": "TIMEOUT_TYPE_START_TO_CLOSE"},
+            },
+        }
+        wrapper = {
+            "message": "Child Workflow execution failed",
+            "cause": causes.get(kind, {"message": kind}),
+            "childWorkflowExecutionFailureInfo": {
+                "namespace": attrs.get("namespace", self.namespace),
+                "workflowExecution": attrs.get("workflowExecution", {}),
+                "workflowType": attrs.get("workflowType", {}),
+                "initiatedEventId": str(attrs.get("initiatedEventId", "0")),
+                "startedEventId": str(attrs.get("startedEventId", "0")),
+                "retryState": attrs.get("retryState", "RETRY_STATE_NON_RETRYABLE_FAILURE"),
             },
         }
         pending.result.set_exception(self.converter.from_failure(wrapper))

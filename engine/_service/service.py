@@ -103,8 +103,8 @@ class Service(WorkflowTaskOps, ActivityOps):
             start_time=now,
             close_time=None,
             first_run_id=first_run_id,
-            parent_workflow_id=None,
-            parent_run_id=None,
+            parent_workflow_id=req.parent_workflow_id,
+            parent_run_id=req.parent_run_id,
             next_event_id=1,
             history_size_bytes=0,
             workflow_task_timeout=req.task_timeout,
@@ -112,6 +112,9 @@ class Service(WorkflowTaskOps, ActivityOps):
             execution_timeout=req.execution_timeout,
             new_run_id=None,
             request_id=req.request_id or None,
+            parent_initiated_event_id=req.parent_initiated_event_id,
+            parent_started_event_id=None,
+            parent_close_policy=req.parent_close_policy,
         )
         tx.insert_execution(**values)
         rs = RunState(tx, SimpleNamespace(**values), now)
@@ -120,6 +123,13 @@ class Service(WorkflowTaskOps, ActivityOps):
             "taskQueue": task_queue_json(req.task_queue),
             "input": {"payloads": req.input},
         }
+        if req.parent_run_id:
+            attrs["parentWorkflowNamespace"] = req.namespace
+            attrs["parentWorkflowExecution"] = {
+                "workflowId": req.parent_workflow_id,
+                "runId": req.parent_run_id,
+            }
+            attrs["parentInitiatedEventId"] = str(req.parent_initiated_event_id or 0)
         if req.execution_timeout:
             attrs["workflowExecutionTimeout"] = duration_to_json(req.execution_timeout)
         if req.run_timeout:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from .._store.schema import WFT_SCHEDULED, WFT_STARTED
@@ -97,6 +98,9 @@ class RunState:
         self._wft_loaded = False
         self.wft_wanted = False
         self.new_run_id: str | None = None
+        self._closed_with: tuple[WorkflowExecutionStatus, JsonDict] | None = None
+        #: Work to do once all of a task's commands are recorded (child starts, ...).
+        self.after_commands: list[Callable[[], None]] = []
 
     # -- events -----------------------------------------------------------------------
 
@@ -236,6 +240,8 @@ class RunState:
         self.tx.take_buffered(self.run_id)
         self.wft_wanted = False
         self.tx.wake(closed_channel(self.run_id))
+        # The close event was just added: the parent (if any) hears of it on flush.
+        self._closed_with = (status, json.loads(self._events[-1][3]) if self._events else {})
 
     def set(self, **changes: Any) -> None:
         """Queue column changes for the run row."""
@@ -255,6 +261,78 @@ class RunState:
             **self._changes,
         )
         self._changes = {}
+        if self._closed_with is not None:
+            status, attrs = self._closed_with
+            self._closed_with = None
+            self._tell_parent(status, attrs)
+            self._close_children()
+
+    # -- child workflows ----------------------------------------------------------------
+
+    def _tell_parent(self, status: WorkflowExecutionStatus, attrs: JsonDict) -> None:
+        """A child run closed: record it in the parent's history."""
+        parent_run = getattr(self.row, "parent_run_id", None)
+        if not parent_run or status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
+            return  # a continued run's successor reports instead
+        parent = self.tx.lock_execution(parent_run)
+        if parent is None or parent.status != WorkflowExecutionStatus.RUNNING:
+            return
+        prs = RunState(self.tx, parent, self.now)
+        base: JsonDict = {
+            "namespace": self.namespace,
+            "workflowExecution": {"workflowId": self.workflow_id, "runId": self.run_id},
+            "workflowType": {"name": self.row.workflow_type},
+            "initiatedEventId": str(self.row.parent_initiated_event_id or 0),
+            "startedEventId": str(self.row.parent_started_event_id or 0),
+        }
+        S = WorkflowExecutionStatus
+        if status == S.COMPLETED:
+            prs.record(
+                "ChildWorkflowExecutionCompleted", {"result": attrs.get("result", {}), **base}
+            )
+        elif status == S.FAILED:
+            prs.record(
+                "ChildWorkflowExecutionFailed",
+                {
+                    "failure": attrs.get("failure", {}),
+                    **base,
+                    "retryState": attrs.get("retryState", "RETRY_STATE_RETRY_POLICY_NOT_SET"),
+                },
+            )
+        elif status == S.CANCELED:
+            extra = {"details": attrs["details"]} if "details" in attrs else {}
+            prs.record("ChildWorkflowExecutionCanceled", {**extra, **base})
+        elif status == S.TERMINATED:
+            prs.record("ChildWorkflowExecutionTerminated", base)
+        elif status == S.TIMED_OUT:
+            prs.record(
+                "ChildWorkflowExecutionTimedOut", {**base, "retryState": "RETRY_STATE_TIMEOUT"}
+            )
+        prs.flush()
+
+    def _close_children(self) -> None:
+        """Apply each open child's parent close policy (terminate by default)."""
+        for child in self.tx.open_children(self.run_id):
+            policy = child.parent_close_policy or 1
+            if policy == 2:  # abandon
+                continue
+            row = self.tx.lock_execution(child.run_id)
+            if row is None or row.status != WorkflowExecutionStatus.RUNNING:
+                continue
+            crs = RunState(self.tx, row, self.now)
+            if policy == 3:  # request cancel
+                crs.record(
+                    "WorkflowExecutionCancelRequested",
+                    {"cause": "parent closed (parent close policy REQUEST_CANCEL)"},
+                )
+            else:
+                crs.flush_buffered()
+                crs.add_event(
+                    "WorkflowExecutionTerminated",
+                    {"reason": "parent closed (parent close policy TERMINATE)", "identity": ""},
+                )
+                crs.close(WorkflowExecutionStatus.TERMINATED)
+            crs.flush()
 
 
 def new_run_id() -> str:

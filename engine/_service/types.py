@@ -36,6 +36,11 @@ class StartWorkflowRequest:
     attempt: int = 1
     initiator: str | None = None
     last_failure: JsonDict | None = None
+    # Set for child workflows: the parent run and where it recorded the child.
+    parent_workflow_id: str | None = None
+    parent_run_id: str | None = None
+    parent_initiated_event_id: int | None = None
+    parent_close_policy: int | None = None
 
 
 @dataclass

@@ -154,8 +154,16 @@ _V1 = (
 )""",
 )
 
+_V2 = (
+    "ALTER TABLE dn_executions ADD COLUMN parent_initiated_event_id INTEGER",
+    "ALTER TABLE dn_executions ADD COLUMN parent_started_event_id INTEGER",
+    "ALTER TABLE dn_executions ADD COLUMN parent_close_policy SMALLINT",
+    "CREATE INDEX dn_executions_parent ON dn_executions (parent_run_id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, history, task queues, timers, attempts", _V1),
+    Migration(2, "child workflows: parent event ids and parent close policy", _V2),
 )
 
 _SPELLING = {

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -51,6 +51,11 @@ executions = sa.Table(
     sa.Column("execution_timeout", sa.Double, nullable=True),
     sa.Column("new_run_id", sa.String(64), nullable=True),
     sa.Column("request_id", sa.String(64), nullable=True),
+    # Migration 2: child workflows. Where the parent recorded this child, and what
+    # happens to this child when its parent closes (1 terminate, 2 abandon, 3 cancel).
+    sa.Column("parent_initiated_event_id", sa.Integer, nullable=True),
+    sa.Column("parent_started_event_id", sa.Integer, nullable=True),
+    sa.Column("parent_close_policy", sa.SmallInteger, nullable=True),
 )
 sa.Index(
     "dn_executions_open_workflow_id",
@@ -60,6 +65,7 @@ sa.Index(
     sqlite_where=executions.c.status == 1,
     postgresql_where=executions.c.status == 1,
 )
+sa.Index("dn_executions_parent", executions.c.parent_run_id)
 sa.Index(
     "dn_executions_by_workflow_id",
     executions.c.namespace,

@@ -36,7 +36,7 @@ _EXEC_COLS = (
     "run_id, namespace, workflow_id, workflow_type, task_queue, status, start_time, "
     "close_time, first_run_id, parent_workflow_id, parent_run_id, next_event_id, "
     "history_size_bytes, workflow_task_timeout, run_timeout, execution_timeout, new_run_id, "
-    "request_id"
+    "request_id, parent_initiated_event_id, parent_started_event_id, parent_close_policy"
 )
 _WFT_COLS = (
     "run_id, namespace, task_queue, state, attempt, scheduled_event_id, scheduled_time, "
@@ -66,6 +66,10 @@ LATEST_RUN_LOCK = Q(LATEST_RUN.sqlite, pg_suffix=_LOCK)
 OPEN_RUN = Q(
     f"SELECT {_EXEC_COLS} FROM dn_executions "
     "WHERE namespace = :ns AND workflow_id = :wid AND status = 1"
+)
+OPEN_CHILDREN = Q(
+    "SELECT run_id, workflow_id, parent_close_policy FROM dn_executions "
+    "WHERE parent_run_id = :run_id AND status = 1"
 )
 READ_EVENTS = Q(
     "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
@@ -291,6 +295,10 @@ class StoreTx:
             q = Q(f"SELECT run_id FROM dn_executions WHERE status != 1 AND run_id IN ({marks})")
             closed += [str(r[0]) for r in self._q(q, params).fetchall()]
         return closed
+
+    def open_children(self, run_id: str) -> Sequence[Row]:
+        """Open child runs of a run, with their parent close policy."""
+        return self._q(OPEN_CHILDREN, {"run_id": run_id}).fetchall()
 
     def update_execution(self, run_id: str, **values: Any) -> None:
         """Update columns of a run."""

@@ -89,3 +89,40 @@ def test_open_workflow_id_is_unique_but_closed_ones_may_repeat(db_url: str) -> N
             raise AssertionError("a second open run with the same workflow id was accepted")
     finally:
         store.close()
+
+
+def test_upgrading_from_version_1_keeps_data(db_url: str) -> None:
+    from engine._store.dialects import create_engine, parse_url
+    from engine._store.migrations import _render
+
+    engine = create_engine(parse_url(db_url), fsync=False)
+    dialect = engine.dialect.name
+    with engine.begin() as conn:
+        for statement in MIGRATIONS[0].statements:
+            conn.execute(sa.text(_render(statement, dialect)))
+        conn.execute(
+            sa.text(
+                "INSERT INTO dn_schema_versions (version, description, applied_at) "
+                "VALUES (1, 'v1', 0)"
+            )
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO dn_executions (run_id, namespace, workflow_id, workflow_type, "
+                "task_queue, status, start_time, first_run_id, next_event_id, "
+                "history_size_bytes, workflow_task_timeout) VALUES ('r1', 'default', 'w', 'T', "
+                "'q', 2, 0, 'r1', 5, 100, 10)"
+            )
+        )
+    engine.dispose()
+    store = Store(db_url)
+    store.open()  # migrates 1 -> latest
+    try:
+        with store.engine.begin() as conn:
+            assert current_version(conn) == SCHEMA_VERSION
+            row = conn.execute(
+                sa.text("SELECT workflow_id, next_event_id, parent_close_policy FROM dn_executions")
+            ).one()
+        assert tuple(row) == ("w", 5, None)
+    finally:
+        store.close()
