@@ -447,6 +447,37 @@ class WorkflowHandle:
             self._client.identity,
         )
 
+    async def query(
+        self,
+        query: Callable[..., Any] | str,
+        arg: Any = _missing,
+        *,
+        args: Sequence[Any] = (),
+        result_type: type | None = None,
+        timeout: timedelta = timedelta(seconds=10),
+    ) -> Any:
+        """Ask the run a read-only question (a ``@workflow.query`` handler).
+
+        A worker of the run's task queue answers by replaying the history: it works on
+        closed runs too, and adds nothing to the history.
+        """
+        values = [arg] if arg is not _missing else list(args)
+        name = handler_name(query, "query")
+        if result_type is None and not isinstance(query, str):
+            from ._replay.definitions import type_hints
+
+            result_type = type_hints(query, skip_self=True)[1]
+        payloads = await self._client.service.query_workflow(
+            self._client.namespace,
+            self.id,
+            self.run_id,
+            name,
+            self._client.data_converter.to_payloads_json(values),
+            timeout.total_seconds(),
+        )
+        decoded = self._client.data_converter.from_payloads_json(payloads, [result_type])
+        return decoded[0] if decoded else None
+
     async def cancel(self, reason: str = "") -> None:
         """Request cancellation: delivered into workflow code, which may clean up."""
         await self._client.service.request_cancel(

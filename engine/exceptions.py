@@ -510,6 +510,11 @@ class WorkflowNotFoundError(DurableError):
         """The run id looked up, if any."""
 
 
+class WorkflowQueryFailedError(DurableError):
+    """A query could not be answered: no such handler, the handler raised, or no worker
+    answered in time. The message says which."""
+
+
 class StoreError(DurableError):
     """A database operation failed (connection lost, database locked, ...).
 

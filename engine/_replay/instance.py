@@ -640,6 +640,34 @@ class WorkflowInstance(asyncio.AbstractEventLoop, workflow._Runtime):
             return None
         return seq if seq in self._timers else None
 
+    # -- queries ------------------------------------------------------------------------
+
+    def query(self, name: str, payloads: list[JsonDict] | None) -> list[JsonDict]:
+        """Run a query handler against the current state; return the encoded result."""
+        handler = self.defn.queries.get(name) or self.defn.queries.get(None)
+        if handler is None:
+            known = ", ".join(sorted(n for n in self.defn.queries if n)) or "none"
+            raise InvalidArgumentError(
+                f"workflow {self.defn.name} has no query handler {name!r} (it has: {known})"
+            )
+        if handler.is_async:
+            raise InvalidArgumentError(
+                f"query handler {name!r} of {self.defn.name} is 'async def': query handlers "
+                "must be plain methods that only read state"
+            )
+        if handler.name is None:
+            args = [name, *self.converter.from_payloads_json(payloads, None)]
+        else:
+            args = self.converter.from_payloads_json(payloads, handler.arg_types)
+        bound = getattr(self._object, handler.fn.__name__)
+        previous = asyncio.events._get_running_loop()
+        asyncio.events._set_running_loop(self)
+        try:
+            value = bound(*args)
+        finally:
+            asyncio.events._set_running_loop(previous)
+        return self.converter.to_payloads_json([value])
+
     # -- signals ------------------------------------------------------------------------
 
     def _signal(self, name: str, payloads: list[JsonDict] | None) -> None:

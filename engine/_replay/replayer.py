@@ -107,3 +107,25 @@ def replay_events(
         events=len(events),
         failure=failure,
     )
+
+
+def answer_query(
+    events: Sequence[HistoryEvent],
+    defn: WorkflowDefinition,
+    converter: DataConverter,
+    workflow_id: str,
+    query_type: str,
+    args: list[dict[str, object]],
+) -> list[dict[str, object]]:
+    """Replay a run up to its last completed workflow task, then run a query handler.
+
+    Nothing is recorded: queries are reads. Raises with a clear message for an unknown
+    query type or a handler that raises.
+    """
+    trimmed = list(events)
+    # A task that was scheduled or is running has not produced its state yet.
+    while trimmed and trimmed[-1].event_type in ("WorkflowTaskScheduled", "WorkflowTaskStarted"):
+        trimmed.pop()
+    driver = new_driver(trimmed, {defn.name: defn}, converter, workflow_id=workflow_id)
+    driver.apply(trimmed)
+    return driver.instance.query(query_type, args)

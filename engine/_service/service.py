@@ -6,6 +6,7 @@ operations live here; activity operations in ``activities.py``; timers in ``time
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from ..common import (
 from ..exceptions import (
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
+    WorkflowQueryFailedError,
 )
 from .activity_ops import ActivityOps
 from .clock import Clock
@@ -32,7 +34,9 @@ from .state import (
     RunState,
     add_timer,
     new_run_id,
+    query_channel,
     task_queue_json,
+    wft_channel,
 )
 from .types import (
     Description,
@@ -333,6 +337,81 @@ class Service(WorkflowTaskOps, ActivityOps):
     async def history(self, run_id: str, first_event_id: int = 1) -> list[HistoryEvent]:
         """The stored history of a run."""
         return await self.store.transaction(_read_history, run_id, first_event_id)
+
+    async def query_workflow(
+        self,
+        namespace: str,
+        workflow_id: str,
+        run_id: str | None,
+        query_type: str,
+        args: list[JsonDict],
+        timeout: float,
+    ) -> list[JsonDict]:
+        """Ask a worker of the run's task queue to answer a query; wait for the answer.
+
+        Works on open and closed runs; nothing is written to the history.
+        """
+
+        def ask(tx: StoreTx) -> tuple[int, str]:
+            row = self._resolve_run(tx, namespace, workflow_id, run_id)
+            query_id = tx.insert_query(
+                namespace=namespace,
+                task_queue=row.task_queue,
+                run_id=row.run_id,
+                query_type=query_type,
+                args=json.dumps(args),
+                created_at=self.clock.now(),
+            )
+            tx.wake(wft_channel(namespace, row.task_queue))
+            return query_id, str(row.task_queue)
+
+        query_id, task_queue = await self.store.transaction(ask)
+        notifier = self.store.notifier
+        channel = query_channel(query_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+
+        def read(tx: StoreTx) -> Row | None:
+            row = tx.get_query(query_id)
+            if row is not None and row.state == 3:
+                tx.delete_query(query_id)
+            return row
+
+        try:
+            while True:
+                generation = notifier.generation(channel)
+                row = await self.store.transaction(read)
+                if row is not None and row.state == 3:
+                    if row.failure:
+                        raise WorkflowQueryFailedError(
+                            json.loads(row.failure).get("message", "failed")
+                        )
+                    return list(json.loads(row.answer or "[]"))
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise WorkflowQueryFailedError(
+                        f"no worker answered query {query_type!r} of workflow {workflow_id!r} "
+                        f"within {timeout:g}s: is a worker with this workflow polling task "
+                        f"queue {task_queue!r}?"
+                    )
+                await notifier.wait(channel, min(remaining, 0.5), since=generation)
+        finally:
+            await self.store.transaction(lambda tx: tx.delete_query(query_id))
+
+    async def answer_query(
+        self, query_id: int, answer: list[JsonDict] | None, failure: str | None
+    ) -> None:
+        """Store a worker's answer to a query and wake the asker."""
+
+        def fn(tx: StoreTx) -> None:
+            tx.answer_query(
+                query_id,
+                None if answer is None else json.dumps(answer),
+                None if failure is None else json.dumps({"message": failure}),
+            )
+            tx.wake(query_channel(query_id))
+
+        await self.store.transaction(fn)
 
     async def closed_among(self, run_ids: list[str]) -> list[str]:
         """Which of these runs are closed."""

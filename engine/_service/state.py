@@ -57,6 +57,12 @@ def closed_channel(run_id: str) -> str:
 
 TIMERS_CHANNEL = "timers"
 
+
+def query_channel(query_id: int) -> str:
+    """Wake-up channel notified when a query is answered."""
+    return f"query:{query_id}"
+
+
 #: The timer loop looks at the timers table at least this often (seconds); a new timer
 #: due later than that needs no wake-up.
 TIMER_HORIZON = 0.5

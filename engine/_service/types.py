@@ -119,3 +119,17 @@ class Description:
     pending_activities: list[JsonDict]
     pending_workflow_task: JsonDict | None
     pending_timers: list[JsonDict]
+
+
+@dataclass
+class QueryTask:
+    """A query a worker must answer by replaying the run's history."""
+
+    query_id: int
+    run_id: str
+    workflow_id: str
+    workflow_type: str
+    namespace: str
+    task_queue: str
+    query_type: str
+    args: list[JsonDict]

@@ -31,10 +31,17 @@ from .state import (
     activity_channel,
     add_timer,
     new_run_id,
+    query_channel,
     task_queue_json,
     wft_channel,
 )
-from .types import ActivityTask, StartWorkflowRequest, StartWorkflowResult, WorkflowTask
+from .types import (
+    ActivityTask,
+    QueryTask,
+    StartWorkflowRequest,
+    StartWorkflowResult,
+    WorkflowTask,
+)
 
 JsonDict = dict[str, Any]
 log = logging.getLogger("engine.service")
@@ -80,9 +87,10 @@ class WorkflowTaskOps:
         identity: str,
         cached: dict[str, int],
         limit: int = 1,
-    ) -> list[WorkflowTask]:
-        """Claim up to ``limit`` ready workflow tasks. ``cached`` maps run id → the next
-        event id a worker already holds, so only the new events are read."""
+    ) -> list[WorkflowTask | QueryTask]:
+        """Claim up to ``limit`` ready workflow tasks (and pending queries). ``cached``
+        maps run id → the next event id a worker already holds, so only the new events
+        are read."""
         return await self.store.transaction(
             self._poll_workflow_tasks, namespace, task_queue, identity, cached, limit
         )
@@ -95,16 +103,36 @@ class WorkflowTaskOps:
         identity: str,
         cached: dict[str, int],
         limit: int,
-    ) -> list[WorkflowTask]:
+    ) -> list[WorkflowTask | QueryTask]:
         now = self.clock.now()
-        tasks: list[WorkflowTask] = []
-        while len(tasks) < limit:
+        tasks: list[WorkflowTask | QueryTask] = []
+        for q in tx.take_queries(namespace, task_queue, 16):
+            run = tx.get_execution(q.run_id)
+            if run is None:
+                tx.answer_query(q.id, None, json.dumps({"message": "the run no longer exists"}))
+                tx.wake(query_channel(q.id))
+                continue
+            tasks.append(
+                QueryTask(
+                    query_id=q.id,
+                    run_id=q.run_id,
+                    workflow_id=run.workflow_id,
+                    workflow_type=run.workflow_type,
+                    namespace=namespace,
+                    task_queue=task_queue,
+                    query_type=q.query_type,
+                    args=json.loads(q.args),
+                )
+            )
+        claimed = 0
+        while claimed < limit:
             run_id = tx.next_workflow_task(namespace, task_queue, now)
             if run_id is None:
                 break
             row = tx.lock_execution(run_id)
             assert row is not None
             tasks.append(self._start_task(RunState(tx, row, now), identity, cached))
+            claimed += 1
         return tasks
 
     def _start_task(self, rs: RunState, identity: str, cached: dict[str, int]) -> WorkflowTask:

@@ -161,9 +161,27 @@ _V2 = (
     "CREATE INDEX dn_executions_parent ON dn_executions (parent_run_id)",
 )
 
+_V3 = (
+    """CREATE TABLE dn_queries (
+        id {serial} NOT NULL,
+        namespace VARCHAR(255) NOT NULL,
+        task_queue TEXT NOT NULL,
+        run_id VARCHAR(64) NOT NULL,
+        query_type TEXT NOT NULL,
+        args TEXT NOT NULL,
+        state SMALLINT NOT NULL,
+        created_at {double} NOT NULL,
+        answer TEXT,
+        failure TEXT,
+        PRIMARY KEY (id)
+)""",
+    "CREATE INDEX dn_queries_poll ON dn_queries (namespace, task_queue, state)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, history, task queues, timers, attempts", _V1),
     Migration(2, "child workflows: parent event ids and parent close policy", _V2),
+    Migration(3, "queries waiting for a worker", _V3),
 )
 
 _SPELLING = {

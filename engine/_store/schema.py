@@ -11,7 +11,7 @@ import sqlalchemy as sa
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -192,6 +192,23 @@ activity_attempts = sa.Table(
     sa.Column("outcome", sa.String(16), nullable=False),
     sa.Column("failure", sa.Text, nullable=True),
 )
+
+# Migration 3: queries waiting for a worker to answer them (no history entry, as Temporal).
+queries = sa.Table(
+    "dn_queries",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("namespace", sa.String(255), nullable=False),
+    sa.Column("task_queue", sa.Text, nullable=False),
+    sa.Column("run_id", sa.String(64), nullable=False),
+    sa.Column("query_type", sa.Text, nullable=False),
+    sa.Column("args", sa.Text, nullable=False),
+    sa.Column("state", sa.SmallInteger, nullable=False),  # 1 pending, 2 taken, 3 answered
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("answer", sa.Text, nullable=True),
+    sa.Column("failure", sa.Text, nullable=True),
+)
+sa.Index("dn_queries_poll", queries.c.namespace, queries.c.task_queue, queries.c.state)
 
 # Constants shared by the store and the service.
 WFT_SCHEDULED = 1

@@ -148,6 +148,21 @@ ENSURE_NAMESPACE = Q(
     "INSERT INTO dn_namespaces (name, retention_seconds, created_at) VALUES (:n, :r, :t) "
     "ON CONFLICT (name) DO NOTHING"
 )
+INSERT_QUERY = Q(
+    "INSERT INTO dn_queries (namespace, task_queue, run_id, query_type, args, state, created_at) "
+    "VALUES (:namespace, :task_queue, :run_id, :query_type, :args, 1, :created_at) RETURNING id"
+)
+PENDING_QUERIES = Q(
+    "SELECT id, run_id, query_type, args FROM dn_queries "
+    "WHERE namespace = :ns AND task_queue = :q AND state = 1 ORDER BY id LIMIT :lim",
+    pg_suffix=" FOR UPDATE SKIP LOCKED",
+)
+TAKE_QUERY = Q("UPDATE dn_queries SET state = 2 WHERE id = :id")
+ANSWER_QUERY = Q(
+    "UPDATE dn_queries SET state = 3, answer = :answer, failure = :failure WHERE id = :id"
+)
+GET_QUERY = Q("SELECT id, state, answer, failure FROM dn_queries WHERE id = :id")
+DELETE_QUERY = Q("DELETE FROM dn_queries WHERE id = :id")
 WFT_BUSY = Q(
     "SELECT 1 FROM dn_workflow_tasks WHERE state = 2 OR (state = 1 AND visible_at <= :now) LIMIT 1"
 )
@@ -532,6 +547,33 @@ class StoreTx:
     def attempts_of_run(self, run_id: str) -> Sequence[Row]:
         """Every activity attempt of a run."""
         return self._q(ATTEMPTS_OF_RUN, {"run_id": run_id}).fetchall()
+
+    # -- queries ----------------------------------------------------------------------
+
+    def insert_query(self, **values: Any) -> int:
+        """Queue a query for a worker; return its id."""
+        row = self._one(INSERT_QUERY, values)
+        assert row is not None
+        return int(row[0])
+
+    def take_queries(self, namespace: str, task_queue: str, limit: int) -> Sequence[Row]:
+        """Claim pending queries of a task queue."""
+        rows = self._q(PENDING_QUERIES, {"ns": namespace, "q": task_queue, "lim": limit}).fetchall()
+        for row in rows:
+            self._q(TAKE_QUERY, {"id": row.id})
+        return rows
+
+    def answer_query(self, query_id: int, answer: str | None, failure: str | None) -> None:
+        """Store a query's answer (or failure)."""
+        self._q(ANSWER_QUERY, {"id": query_id, "answer": answer, "failure": failure})
+
+    def get_query(self, query_id: int) -> Row | None:
+        """A query row."""
+        return self._one(GET_QUERY, {"id": query_id})
+
+    def delete_query(self, query_id: int) -> None:
+        """Forget a query."""
+        self._q(DELETE_QUERY, {"id": query_id})
 
     # -- time skipping ----------------------------------------------------------------
 

@@ -12,17 +12,18 @@ import collections
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._replay import commands as cmd
 from .._replay.definitions import WorkflowDefinition
 from .._replay.driver import CacheMismatchError, HistoryDriver
 from .._replay.events import HistoryEvent
 from .._replay.instance import WorkflowInstance, WorkflowTaskError
+from .._replay.replayer import answer_query
 from .._service.activity_ops import EagerWorkflowTask
 from .._service.service import Service
 from .._service.state import wft_channel
-from .._service.types import WorkflowTask
+from .._service.types import QueryTask, WorkflowTask
 from .._service.workflow_tasks import TaskNotFoundError
 from ..converter import MAX_TRANSACTION_BYTES, DataConverter, Payload, check_payloads_size
 from ..exceptions import NondeterminismError, PayloadSizeError, StoreError
@@ -119,11 +120,17 @@ class WorkflowRunner:
                 log.warning("polling workflow tasks failed (%s); retrying", err)
                 await asyncio.sleep(1.0)
                 continue
-            self._release(limit - len(tasks))
+            queries = [t for t in tasks if isinstance(t, QueryTask)]
+            claimed = [t for t in tasks if isinstance(t, WorkflowTask)]
+            self._release(limit - len(claimed))
+            for query in queries:
+                job = asyncio.get_running_loop().create_task(self._answer(query))
+                self._inflight.add(job)
+                job.add_done_callback(self._inflight.discard)
             if not tasks:
                 await notifier.wait(channel, self.poll_interval, since=generation)
                 continue
-            for task in tasks:
+            for task in claimed:
                 self._spawn(task)
 
     def _release(self, n: int) -> None:
@@ -145,6 +152,43 @@ class WorkflowRunner:
         self.metrics.workflow_slots_used -= 1
         if not job.cancelled() and job.exception() is not None:
             log.error("workflow task handler crashed", exc_info=job.exception())
+
+    # -- queries ------------------------------------------------------------------------
+
+    async def _answer(self, query: QueryTask) -> None:
+        """Answer a query by replaying the run's history into a fresh instance."""
+        defn = self.definitions.get(query.workflow_type)
+        answer: list[dict[str, Any]] | None = None
+        failure: str | None = None
+        if defn is None:
+            failure = (
+                f"workflow type {query.workflow_type!r} is not registered on the worker "
+                f"that took the query (task queue {self.task_queue!r})"
+            )
+        else:
+            try:
+                events = await self.service.history(query.run_id)
+                fut = asyncio.get_running_loop().run_in_executor(
+                    self._pool,
+                    answer_query,
+                    events,
+                    defn,
+                    self.converter,
+                    query.workflow_id,
+                    query.query_type,
+                    query.args,
+                )
+                answer = await asyncio.wait_for(asyncio.shield(fut), self.deadlock_timeout)
+            except TimeoutError:
+                failure = (
+                    f"query {query.query_type!r} did not return within {self.deadlock_timeout:g}s"
+                )
+            except Exception as err:
+                failure = str(err) or type(err).__name__
+        try:
+            await self.service.answer_query(query.query_id, answer, failure)
+        except StoreError as err:
+            log.warning("could not store the answer to a query: %s", err)
 
     # -- eager workflow tasks (offered to the service by the activity half) ------------
 

@@ -1,0 +1,74 @@
+"""Queries: read-only, no history entry, answered on open and closed runs (both backends)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from engine import Client, Worker, workflow
+from engine.exceptions import WorkflowQueryFailedError
+
+from .test_basics import _wait_for_event
+
+
+@workflow.defn
+class Counter:
+    def __init__(self) -> None:
+        self.count = 0
+        self.done = False
+
+    @workflow.run
+    async def run(self) -> int:
+        await workflow.wait_condition(lambda: self.done)
+        return self.count
+
+    @workflow.signal
+    def add(self, n: int) -> None:
+        self.count += n
+
+    @workflow.signal
+    def finish(self) -> None:
+        self.done = True
+
+    @workflow.query
+    def current(self) -> int:
+        return self.count
+
+    @workflow.query
+    def times(self, factor: int) -> int:
+        return self.count * factor
+
+    @workflow.query
+    def broken(self) -> int:
+        raise ValueError("this query handler is broken")
+
+
+async def test_query_open_and_closed_runs(client: Client, task_queue: str) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[Counter]):
+        handle = await client.start_workflow(Counter.run, id="q-" + uuid.uuid4().hex, task_queue=task_queue)
+        await handle.signal(Counter.add, 3)
+        await handle.signal(Counter.add, 4)
+        await _wait_for_event(handle, "WorkflowTaskCompleted")
+        for _ in range(100):  # wait until both signals are processed
+            if await handle.query(Counter.current) == 7:
+                break
+        assert await handle.query(Counter.current) == 7
+        assert await handle.query("times", 10) == 70
+        before = len((await handle.fetch_history()).events)
+        await handle.query(Counter.current)
+        assert len((await handle.fetch_history()).events) == before  # no history entry
+        with pytest.raises(WorkflowQueryFailedError, match="no query handler 'nope'.*current"):
+            await handle.query("nope")
+        with pytest.raises(WorkflowQueryFailedError, match="broken"):
+            await handle.query(Counter.broken)
+        await handle.signal(Counter.finish)
+        assert await handle.result() == 7
+        assert await handle.query(Counter.current) == 7  # closed runs answer too
+
+
+async def test_query_without_a_worker_times_out_clearly(client: Client, task_queue: str) -> None:
+    handle = await client.start_workflow(Counter.run, id="q-" + uuid.uuid4().hex, task_queue=task_queue)
+    with pytest.raises(WorkflowQueryFailedError, match=f"polling task queue '{task_queue}'"):
+        await handle.query(Counter.current, timeout=timedelta(milliseconds=300))
