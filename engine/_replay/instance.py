@@ -10,8 +10,6 @@ it produced. No I/O happens here.
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextvars
 import logging
 import random as _random
 import uuid
@@ -35,6 +33,7 @@ from ..exceptions import (
 from . import commands as cmd
 from .definitions import WorkflowDefinition
 from .events import HistoryEvent
+from .loop import DeterministicLoop
 
 log = logging.getLogger("engine.workflow")
 JsonDict = dict[str, Any]
@@ -84,7 +83,7 @@ class _PendingActivity:
     cancel_sent: bool = False
 
 
-class WorkflowInstance(asyncio.AbstractEventLoop, workflow._Runtime):
+class WorkflowInstance(DeterministicLoop, workflow._Runtime):
     """One run's workflow object driven by activations. Not thread-safe: one at a time."""
 
     def __init__(
@@ -103,20 +102,15 @@ class WorkflowInstance(asyncio.AbstractEventLoop, workflow._Runtime):
         self.run_id = run_id
         self.task_queue = task_queue
         self.converter = converter
-        self._ready: collections.deque[asyncio.Handle] = collections.deque()
-        self._now = 0.0
+        super().__init__()
         self._replaying = False
-        self._commands: list[cmd.Command] = []
         self._activity_seq = 0
-        self._timer_seq = 0
         self._activities: dict[int, _PendingActivity] = {}
         self._activities_by_event: dict[int, int] = {}
-        self._timers: dict[int, asyncio.TimerHandle] = {}
         self._child_seq = 0
         self._external_seq = 0
         self._children: dict[int, _PendingChild] = {}
         self._children_by_event: dict[int, int] = {}
-        self._timer_seq_of: dict[int, int] = {}  # id(handle) -> seq
         self._conditions: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
         self._handlers_running = 0
         self._cancel_requested = False
@@ -126,7 +120,6 @@ class WorkflowInstance(asyncio.AbstractEventLoop, workflow._Runtime):
         self._rng = _random.Random(uuid.UUID(run_id).int if _is_uuid(run_id) else hash(run_id))
         self._patches_seen: set[str] = set()
         self._patches_memo: dict[str, bool] = {}
-        self._callback_error: BaseException | None = None
         self._history_length = 0
         self._history_size = 0
         self._suggest_can = False
@@ -705,105 +698,6 @@ class WorkflowInstance(asyncio.AbstractEventLoop, workflow._Runtime):
                 # A failure raised in a handler fails the run, as in Temporal.
                 self._main.cancel()
             self._callback_error = exc
-
-    # =================================================================================
-    # asyncio.AbstractEventLoop
-    # =================================================================================
-
-    def call_soon(  # type: ignore[override]
-        self, callback: Callable[..., Any], *args: Any, context: contextvars.Context | None = None
-    ) -> asyncio.Handle:
-        """Queue a callback for this activation."""
-        handle = asyncio.Handle(callback, args, self, context)
-        self._ready.append(handle)
-        return handle
-
-    def call_later(  # type: ignore[override]
-        self,
-        delay: float,
-        callback: Callable[..., Any],
-        *args: Any,
-        context: contextvars.Context | None = None,
-    ) -> asyncio.TimerHandle:
-        """A durable timer: emits StartTimer; the callback runs when TimerFired arrives."""
-        if delay <= 0:
-            # Zero-length waits do not create timers (changing to/from zero is unsafe).
-            handle0 = asyncio.TimerHandle(self._now, callback, args, self, context)
-            self._ready.append(handle0)
-            return handle0
-        self._timer_seq += 1
-        seq = self._timer_seq
-        handle = asyncio.TimerHandle(self._now + delay, callback, args, self, context)
-        handle._scheduled = True  # type: ignore[attr-defined]
-        self._timers[seq] = handle
-        self._timer_seq_of[id(handle)] = seq
-        self._commands.append(cmd.StartTimer(seq=seq, timer_id=str(seq), duration=delay))
-        return handle
-
-    def call_at(  # type: ignore[override]
-        self,
-        when: float,
-        callback: Callable[..., Any],
-        *args: Any,
-        context: contextvars.Context | None = None,
-    ) -> asyncio.TimerHandle:
-        """Like call_later, at a workflow time."""
-        return self.call_later(when - self._now, callback, *args, context=context)
-
-    def _timer_handle_cancelled(self, handle: asyncio.TimerHandle) -> None:
-        seq = self._timer_seq_of.pop(id(handle), None)
-        if seq is None or seq not in self._timers:
-            return
-        del self._timers[seq]
-        for command in self._commands:
-            if isinstance(command, cmd.StartTimer) and command.seq == seq:
-                self._commands.remove(command)  # never sent: just drop it
-                return
-        self._commands.append(cmd.CancelTimer(seq=seq, timer_id=str(seq)))
-
-    def time(self) -> float:
-        """Workflow time, epoch seconds."""
-        return self._now
-
-    def create_future(self) -> asyncio.Future[Any]:
-        """A future bound to this loop."""
-        return asyncio.Future(loop=self)
-
-    def create_task(
-        self, coro: Any, *, name: str | None = None, context: Any = None
-    ) -> asyncio.Task[Any]:  # type: ignore[override]
-        """A task bound to this loop."""
-        return asyncio.Task(coro, loop=self, name=name, context=context)
-
-    def get_debug(self) -> bool:
-        """Never in debug mode."""
-        return False
-
-    def is_running(self) -> bool:
-        """True: code only ever runs inside an activation."""
-        return True
-
-    def is_closed(self) -> bool:
-        """Never closed."""
-        return False
-
-    def call_exception_handler(self, context: dict[str, Any]) -> None:
-        """An exception escaped a callback: fail the workflow task with it."""
-        exc = context.get("exception")
-        if isinstance(exc, BaseException) and not isinstance(exc, asyncio.CancelledError):
-            self._callback_error = exc
-        elif "message" in context and exc is None:
-            log.debug("workflow loop: %s", context["message"])
-
-    def default_exception_handler(self, context: dict[str, Any]) -> None:
-        """See call_exception_handler."""
-        self.call_exception_handler(context)
-
-    def run_in_executor(self, executor: Any, func: Any, *args: Any) -> Any:  # type: ignore[override]
-        """Not allowed: workflow code must not do I/O. Use an activity."""
-        raise RuntimeError(
-            "workflow code cannot use run_in_executor (blocking I/O): do it in an activity"
-        )
 
     def __repr__(self) -> str:
         return f"<WorkflowInstance {self.defn.name} {self.workflow_id}/{self.run_id}>"
