@@ -381,8 +381,8 @@ class WorkflowHandle:
                 with service.close_watcher.watching(run_id):
                     await notifier.wait(closed_channel(run_id), 60.0, since=generation)
                 continue
-            if status == WorkflowExecutionStatus.CONTINUED_AS_NEW and follow_runs:
-                run_id = row.new_run_id
+            if row.new_run_id and follow_runs:
+                run_id = row.new_run_id  # continued as new, or failed and retried
                 continue
             event = await service.close_event(run_id)
             assert event is not None

@@ -457,9 +457,10 @@ class NondeterminismError(DurableError):
         text = message
         if where:
             text += f" [{', '.join(where)}]"
-        if recorded is not None:
+        # Messages written by the replayer already say both; others get them appended.
+        if recorded is not None and recorded not in message:
             text += f"; history recorded: {recorded}"
-        if produced is not None:
+        if produced is not None and produced not in message:
             text += f"; code produced: {produced}"
         super().__init__(text)
         self.message = message

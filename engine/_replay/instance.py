@@ -311,7 +311,8 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
         if use_new:
             data = self.converter.to_payloads_json([{"id": patch_id, "deprecated": deprecated}])
             self._commands.append(
-                cmd.RecordMarker(PATCH_MARKER, {"patch_data": {"payloads": data}})
+                # "patch-data", with a hyphen: the key Temporal's SDKs read.
+                cmd.RecordMarker(PATCH_MARKER, {"patch-data": {"payloads": data}})
             )
         self._patches_memo[patch_id] = use_new
         return use_new

@@ -24,7 +24,7 @@ from ..converter import DataConverter
 from ..exceptions import NondeterminismError
 from . import commands as cmd
 from .definitions import WorkflowDefinition
-from .driver import HistoryDriver, describe_event
+from .driver import HistoryDriver
 from .events import HistoryEvent
 from .instance import WorkflowTaskError
 from .replayer import new_driver
@@ -87,6 +87,8 @@ class Snapshot:
     waiting_conditions: int
     completed: bool
     diverged: Exception | None
+    #: After ``run_to``: whether it stopped at the breakpoint (False: end or divergence).
+    breakpoint_hit: bool | None = None
 
     @property
     def at_end(self) -> bool:
@@ -126,6 +128,7 @@ class ReplaySession:
         self._definitions = definitions
         self._converter = converter
         self._workflow_id = workflow_id
+        self._hit: bool | None = None
         self._reset()
 
     # -- movement ---------------------------------------------------------------------
@@ -161,7 +164,10 @@ class ReplaySession:
         """Run until the event just applied has ``event_id`` / ``event_type`` / matches the
         predicate (a breakpoint), the code diverges, or the history ends."""
         if event_id is not None and event_id <= self._position:
-            return self.goto(event_id)
+            snap = self.goto(event_id)
+            snap.breakpoint_hit = True
+            return snap
+        hit = False
         while self._position < len(self.events) and self._diverged is None:
             event = self._apply_next()
             if (
@@ -169,8 +175,13 @@ class ReplaySession:
                 or (event_type is not None and event.event_type == event_type)
                 or (predicate is not None and predicate(event))
             ):
+                hit = True
                 break
-        return self.snapshot()
+        self._hit = hit
+        try:
+            return self.snapshot()
+        finally:
+            self._hit = None
 
     def step_back(self) -> Snapshot:
         """Return to the state one event earlier (by replaying from the start)."""
@@ -224,6 +235,11 @@ class ReplaySession:
             for seq, p in sorted(inst._activities.items())
             if not p.result.done()
         ]
+        # Commands of the latest activation that no event has matched (yet): at a
+        # divergence, the one the code produced instead of what history recorded.
+        commands = list(self._commands) + [
+            RecordedCommand(c.describe(), None, self._activation_id) for c in driver._unmatched
+        ]
         return Snapshot(
             position=self._position,
             total=len(self.events),
@@ -231,7 +247,8 @@ class ReplaySession:
             next_event=nxt,
             replaying=inst._replaying,
             workflow_time=datetime.fromtimestamp(inst._now, UTC) if inst._now else None,
-            commands=list(self._commands),
+            commands=commands,
+            breakpoint_hit=self._hit,
             source=source,
             locals=local_vars,
             attributes=attributes,
@@ -256,6 +273,7 @@ class ReplaySession:
         self._diverged: Exception | None = None
         self._commands: list[RecordedCommand] = []
         self._activation_id = 0
+        self._hit = None
 
     def _apply_next(self) -> HistoryEvent:
         event = self.events[self._position]
@@ -283,7 +301,7 @@ class ReplaySession:
     def _on_recorded(self, command: cmd.Command, event: HistoryEvent) -> None:
         self._commands.append(
             RecordedCommand(
-                f"{command.describe()} = event {event.event_id} ({describe_event(event)})",
+                f"{command.describe()} -> event {event.event_id} {event.event_type}",
                 event.event_id,
                 self._activation_id,
             )

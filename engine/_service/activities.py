@@ -251,7 +251,8 @@ def _started_event(rs: RunState, act: Row) -> int | None:
     }
     if act.last_failure:
         attrs["lastFailure"] = json.loads(act.last_failure)
-    return rs.record("ActivityTaskStarted", attrs)
+    # Written when the activity closes, dated when its last attempt started (as Temporal).
+    return rs.record("ActivityTaskStarted", attrs, act.started_time)
 
 
 def _end_attempt(rs: RunState, act: Row, outcome: str, failure: JsonDict | None) -> None:
@@ -284,13 +285,20 @@ def complete(rs: RunState, act: Row, result: list[JsonDict]) -> None:
 def canceled(rs: RunState, act: Row, details: list[JsonDict]) -> None:
     """The attempt stopped because cancellation was requested."""
     started = _started_event(rs, act)
-    attrs: JsonDict = {
-        "scheduledEventId": str(act.scheduled_event_id),
-        "startedEventId": str(started or 0),
-        "identity": act.identity or "",
-    }
+    attrs: JsonDict = {}
     if details:
         attrs["details"] = {"payloads": details}
+    requested = [
+        e.event_id
+        for e in rs.tx.read_events(rs.run_id, act.scheduled_event_id)
+        if e.event_type == "ActivityTaskCancelRequested"
+        and json.loads(e.attributes).get("scheduledEventId") == str(act.scheduled_event_id)
+    ]
+    if requested:
+        attrs["latestCancelRequestedEventId"] = str(requested[-1])
+    attrs["scheduledEventId"] = str(act.scheduled_event_id)
+    attrs["startedEventId"] = str(started or 0)
+    attrs["identity"] = act.identity or ""
     rs.record("ActivityTaskCanceled", attrs)
     _end_attempt(rs, act, "canceled", None)
     _forget(rs, act)

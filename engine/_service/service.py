@@ -153,7 +153,6 @@ class Service(WorkflowTaskOps, ActivityOps):
         if req.memo:
             attrs["memo"] = req.memo
         attrs["firstWorkflowTaskBackoff"] = duration_to_json(req.start_delay)
-        attrs["header"] = {}
         attrs["workflowId"] = req.workflow_id
         rs.add_event("WorkflowExecutionStarted", attrs)
         if req.start_delay > 0:
@@ -218,7 +217,6 @@ class Service(WorkflowTaskOps, ActivityOps):
                 "signalName": name,
                 "input": {"payloads": args},
                 "identity": identity,
-                "header": {},
                 "requestId": str(uuid.uuid4()),
             },
         )

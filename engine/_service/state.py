@@ -105,6 +105,8 @@ class RunState:
         self.wft_wanted = False
         self.new_run_id: str | None = None
         self._closed_with: tuple[WorkflowExecutionStatus, JsonDict] | None = None
+        #: Set when a failing run is retried: (failure, backoff seconds).
+        self.retry: tuple[JsonDict, float] | None = None
         #: Work to do once all of a task's commands are recorded (child starts, ...).
         self.after_commands: list[Callable[[], None]] = []
 
@@ -115,16 +117,20 @@ class RunState:
         """Whether the run is still running."""
         return self.status == WorkflowExecutionStatus.RUNNING
 
-    def add_event(self, event_type: str, attrs: JsonDict) -> int:
-        """Append an event to the history now; return its id."""
+    def add_event(self, event_type: str, attrs: JsonDict, event_time: float | None = None) -> int:
+        """Append an event to the history now (dated ``event_time`` if given); return its id."""
         event_id = self.next_event_id
         self.next_event_id += 1
         text = dumps(attrs)
         self.history_size += len(text)
-        self._events.append((event_id, self.now, event_type, text))
+        self._events.append(
+            (event_id, self.now if event_time is None else event_time, event_type, text)
+        )
         return event_id
 
-    def record(self, event_type: str, attrs: JsonDict) -> int | None:
+    def record(
+        self, event_type: str, attrs: JsonDict, event_time: float | None = None
+    ) -> int | None:
         """Record an event that the workflow must see in a new workflow task.
 
         While a workflow task is running the event is buffered (written when that task
@@ -132,10 +138,11 @@ class RunState:
         appended and a workflow task is scheduled. Returns the event id, or None if buffered.
         """
         wft = self.workflow_task()
+        when = self.now if event_time is None else event_time
         if wft is not None and wft.state == WFT_STARTED:
-            self.tx.buffer_event(self.run_id, self.now, event_type, dumps(attrs))
+            self.tx.buffer_event(self.run_id, when, event_type, dumps(attrs))
             return None
-        event_id = self.add_event(event_type, attrs)
+        event_id = self.add_event(event_type, attrs, when)
         self.wft_wanted = True
         return event_id
 
@@ -223,10 +230,7 @@ class RunState:
                 sched = attrs.get("scheduledEventId")
                 if sched in started_ids:
                     attrs["startedEventId"] = str(started_ids[sched])
-            saved_now = self.now
-            self.now = float(row.event_time)
-            self.add_event(row.event_type, attrs)
-            self.now = saved_now
+            self.add_event(row.event_type, attrs, float(row.event_time))
         return len(rows)
 
     # -- closing ----------------------------------------------------------------------
@@ -278,8 +282,8 @@ class RunState:
     def _tell_parent(self, status: WorkflowExecutionStatus, attrs: JsonDict) -> None:
         """A child run closed: record it in the parent's history."""
         parent_run = getattr(self.row, "parent_run_id", None)
-        if not parent_run or status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
-            return  # a continued run's successor reports instead
+        if not parent_run or self.new_run_id is not None:
+            return  # a continued or retried run's successor reports instead
         parent = self.tx.lock_execution(parent_run)
         if parent is None or parent.status != WorkflowExecutionStatus.RUNNING:
             return

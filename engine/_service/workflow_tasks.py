@@ -15,7 +15,13 @@ from .._replay.events import HistoryEvent
 from .._store.gateway import Store
 from .._store.schema import ACT_SCHEDULED, WFT_SCHEDULED, WFT_STARTED
 from .._store.tx import Row, StoreTx
-from ..common import WorkflowExecutionStatus, WorkflowIDReusePolicy, duration_to_json
+from ..common import (
+    RetryPolicy,
+    WorkflowExecutionStatus,
+    WorkflowIDReusePolicy,
+    duration_from_json,
+    duration_to_json,
+)
 from ..exceptions import InvalidArgumentError, WorkflowAlreadyStartedError
 from . import activities
 from .clock import Clock
@@ -324,6 +330,8 @@ class WorkflowTaskOps:
         rs.flush()
         if continue_as_new is not None:
             self._start_continued(tx, rs, continue_as_new, identity)
+        elif rs.retry is not None:
+            self._start_retry(tx, rs, identity)
         started: list[ActivityTask] = []
         if eager_activities > 0 and rs.is_open:
             same_queue = [
@@ -394,15 +402,21 @@ class WorkflowTaskOps:
             )
             rs.close(S.COMPLETED)
         elif isinstance(command, cmd.FailWorkflowExecution):
-            rs.add_event(
-                "WorkflowExecutionFailed",
-                {
-                    "failure": command.failure,
-                    "retryState": "RETRY_STATE_RETRY_POLICY_NOT_SET",
-                    "workflowTaskCompletedEventId": wtc,
-                },
-            )
-            rs.close(S.FAILED)
+            retry_state, delay = self._workflow_retry(rs, command.failure)
+            attrs = {
+                "failure": command.failure,
+                "retryState": retry_state,
+                "workflowTaskCompletedEventId": wtc,
+            }
+            if delay is None:
+                rs.add_event("WorkflowExecutionFailed", attrs)
+                rs.close(S.FAILED)
+            else:
+                # A workflow with a retry policy runs again as a new run of the same id.
+                new_id = new_run_id()
+                rs.add_event("WorkflowExecutionFailed", {**attrs, "newExecutionRunId": new_id})
+                rs.close(S.FAILED, new_run_id=new_id)
+                rs.retry = (command.failure, delay)
         elif isinstance(command, cmd.CancelWorkflowExecution):
             attrs = {"workflowTaskCompletedEventId": wtc}
             if command.details:
@@ -571,6 +585,65 @@ class WorkflowTaskOps:
             rs.wft_wanted = True
 
         rs.after_commands.append(request)
+
+    def _workflow_retry(self, rs: RunState, failure: JsonDict) -> tuple[str, float | None]:
+        """Retry state of a failing run, and the backoff before its retry (None: no retry).
+
+        Workflows have no retry policy unless one was given when they were started.
+        """
+        first = rs.tx.first_event(rs.run_id)
+        started = json.loads(first.attributes) if first is not None else {}
+        policy_json = started.get("retryPolicy")
+        if not policy_json:
+            return "RETRY_STATE_RETRY_POLICY_NOT_SET", None
+        policy = RetryPolicy.from_json(policy_json)
+        attempt = int(started.get("attempt", 1))
+        info = failure.get("applicationFailureInfo")
+        if info is None or info.get("nonRetryable") or not policy.is_retryable(info.get("type")):
+            return "RETRY_STATE_NON_RETRYABLE_FAILURE", None
+        if policy.maximum_attempts and attempt >= policy.maximum_attempts:
+            return "RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED", None
+        return "RETRY_STATE_IN_PROGRESS", policy.delay_for_attempt(attempt).total_seconds()
+
+    def _start_retry(self, tx: StoreTx, rs: RunState, identity: str) -> None:
+        assert rs.retry is not None
+        failure, delay = rs.retry
+        first = tx.first_event(rs.run_id)
+        assert first is not None
+        started = json.loads(first.attributes)
+        row = rs.row
+
+        def seconds(key: str) -> float | None:
+            value = started.get(key)
+            return duration_from_json(value).total_seconds() if value else None
+
+        req = StartWorkflowRequest(
+            namespace=row.namespace,
+            workflow_id=row.workflow_id,
+            workflow_type=row.workflow_type,
+            task_queue=row.task_queue,
+            input=(started.get("input") or {}).get("payloads") or [],
+            execution_timeout=seconds("workflowExecutionTimeout"),
+            run_timeout=seconds("workflowRunTimeout"),
+            task_timeout=float(row.workflow_task_timeout),
+            retry_policy=started.get("retryPolicy"),
+            identity=identity,
+            start_delay=delay,
+            continued_from=row.run_id,
+            first_run_id=row.first_run_id,
+            attempt=int(started.get("attempt", 1)) + 1,
+            initiator="CONTINUE_AS_NEW_INITIATOR_RETRY",
+            last_failure=failure,
+            parent_workflow_id=row.parent_workflow_id,
+            parent_run_id=row.parent_run_id,
+            parent_initiated_event_id=row.parent_initiated_event_id,
+            parent_close_policy=row.parent_close_policy,
+        )
+        self._start_workflow(tx, req, rs.new_run_id)
+        if row.parent_started_event_id:
+            tx.update_execution(
+                str(rs.new_run_id), parent_started_event_id=row.parent_started_event_id
+            )
 
     def _start_continued(
         self,

@@ -75,6 +75,10 @@ READ_EVENTS = Q(
     "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
     "WHERE run_id = :run_id AND event_id >= :first ORDER BY event_id"
 )
+FIRST_EVENT = Q(
+    "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
+    "WHERE run_id = :run_id AND event_id = 1"
+)
 LAST_EVENT = Q(
     "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
     "WHERE run_id = :run_id ORDER BY event_id DESC LIMIT 1"
@@ -346,6 +350,10 @@ class StoreTx:
     def read_events(self, run_id: str, first_event_id: int = 1) -> Sequence[Row]:
         """Events of a run from ``first_event_id`` on, in order."""
         return self._q(READ_EVENTS, {"run_id": run_id, "first": first_event_id}).fetchall()
+
+    def first_event(self, run_id: str) -> Row | None:
+        """The first event of a run (WorkflowExecutionStarted)."""
+        return self._one(FIRST_EVENT, {"run_id": run_id})
 
     def last_event(self, run_id: str) -> Row | None:
         """The newest event of a run."""

@@ -57,6 +57,7 @@ class _Running:
         self.pending_details: Sequence[Any] | None = None
         self.last_sent = 0.0
         self.flush_scheduled = False
+        self._timer: asyncio.TimerHandle | None = None
         timeout = task.heartbeat_timeout
         self.throttle = (
             min(timeout * 0.8, DEFAULT_HEARTBEAT_THROTTLE)
@@ -83,9 +84,19 @@ class _Running:
         if wait <= 0:
             self.loop.create_task(self._send())
         else:
-            self.loop.call_later(wait, lambda: self.loop.create_task(self._send()))
+            self._timer = self.loop.call_later(wait, lambda: self.loop.create_task(self._send()))
+
+    async def flush(self) -> None:
+        """Send a throttled heartbeat that is still waiting (before the outcome is
+        reported, so its details reach the next attempt)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.pending_details is not None:
+            await self._send()
 
     async def _send(self) -> None:
+        self._timer = None
         self.flush_scheduled = False
         details = self.pending_details
         self.pending_details = None
@@ -251,6 +262,7 @@ class ActivityRunner:
         self._running[task.token] = running
         try:
             outcome = await self._execute(defn, task, running)
+            await running.flush()
         finally:
             self._running.pop(task.token, None)
         await self._report(task, outcome)

@@ -47,7 +47,9 @@ class Counter:
 
 async def test_query_open_and_closed_runs(client: Client, task_queue: str) -> None:
     async with Worker(client, task_queue=task_queue, workflows=[Counter]):
-        handle = await client.start_workflow(Counter.run, id="q-" + uuid.uuid4().hex, task_queue=task_queue)
+        handle = await client.start_workflow(
+            Counter.run, id="q-" + uuid.uuid4().hex, task_queue=task_queue
+        )
         await handle.signal(Counter.add, 3)
         await handle.signal(Counter.add, 4)
         await _wait_for_event(handle, "WorkflowTaskCompleted")
@@ -59,7 +61,7 @@ async def test_query_open_and_closed_runs(client: Client, task_queue: str) -> No
         before = len((await handle.fetch_history()).events)
         await handle.query(Counter.current)
         assert len((await handle.fetch_history()).events) == before  # no history entry
-        with pytest.raises(WorkflowQueryFailedError, match="no query handler 'nope'.*current"):
+        with pytest.raises(WorkflowQueryFailedError, match=r"no query handler 'nope'.*current"):
             await handle.query("nope")
         with pytest.raises(WorkflowQueryFailedError, match="broken"):
             await handle.query(Counter.broken)
@@ -69,6 +71,8 @@ async def test_query_open_and_closed_runs(client: Client, task_queue: str) -> No
 
 
 async def test_query_without_a_worker_times_out_clearly(client: Client, task_queue: str) -> None:
-    handle = await client.start_workflow(Counter.run, id="q-" + uuid.uuid4().hex, task_queue=task_queue)
+    handle = await client.start_workflow(
+        Counter.run, id="q-" + uuid.uuid4().hex, task_queue=task_queue
+    )
     with pytest.raises(WorkflowQueryFailedError, match=f"polling task queue '{task_queue}'"):
         await handle.query(Counter.current, timeout=timedelta(milliseconds=300))

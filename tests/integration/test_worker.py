@@ -305,3 +305,48 @@ async def test_history_over_the_event_limit_terminates_the_run(
     desc = await handle.describe()
     assert desc.status == WorkflowExecutionStatus.TERMINATED
     assert desc.history_length > 51_200
+
+
+@workflow.defn
+class FlakyWorkflow:
+    @workflow.run
+    async def run(self) -> str:
+        attempt = workflow.info().attempt
+        if attempt < 3:
+            from engine import ApplicationError
+
+            raise ApplicationError(f"run attempt {attempt} fails")
+        return f"succeeded on attempt {attempt}"
+
+
+async def test_workflow_retry_policy_starts_new_runs(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
+    async with Worker(env.client, task_queue=task_queue, workflows=[FlakyWorkflow]):
+        handle = await env.client.start_workflow(
+            FlakyWorkflow.run,
+            id="wr-" + uuid.uuid4().hex,
+            task_queue=task_queue,
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=5), maximum_attempts=5),
+        )
+        assert await handle.result() == "succeeded on attempt 3"
+    runs = [r async for r in env.client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    assert len(runs) == 3
+    first = env.client.get_workflow_handle(handle.id, run_id=handle.result_run_id)
+    failed = (await first.fetch_history()).events[-1]
+    assert failed.event_type == "WorkflowExecutionFailed"
+    assert failed.attributes["retryState"] == "RETRY_STATE_IN_PROGRESS"
+    assert failed.attributes["newExecutionRunId"]
+    last = (await env.client.get_workflow_handle(handle.id).fetch_history()).events[0].attributes
+    assert last["attempt"] == 3 and last["initiator"] == "CONTINUE_AS_NEW_INITIATOR_RETRY"
+
+
+async def test_workflows_have_no_retry_policy_by_default(client: Client, task_queue: str) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[FlakyWorkflow]):
+        handle = await client.start_workflow(
+            FlakyWorkflow.run, id="nr-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        with pytest.raises(Exception, match="failed"):
+            await handle.result()
+    failed = (await handle.fetch_history()).events[-1]
+    assert failed.attributes["retryState"] == "RETRY_STATE_RETRY_POLICY_NOT_SET"

@@ -53,8 +53,8 @@ class Case:
     arg: Any
     closes: str  # the closing event type of the run whose history is kept
     drive: Drive | None = None
-    #: Whether the same code with temporalio imports exists (tests/interop/temporal_code.py).
-    in_temporal_code: bool = True
+    #: The run's result, when the case checks it.
+    result: Any = None
     #: Needs real time (the heartbeat must reach the service before the attempt fails).
     real_time: bool = False
 
@@ -77,10 +77,18 @@ CASES: list[Case] = [
     Case("continue_as_new", code.CountdownWF, 1, "WorkflowExecutionContinuedAsNew"),
     Case("patched", code.PatchedWF, "Temporal", "WorkflowExecutionCompleted"),
     Case(
+        "child_workflow",
+        code.ParentWF,
+        "Temporal",
+        "WorkflowExecutionCompleted",
+        result="child said: Hello, Temporal!",
+    ),
+    Case(
         "heartbeat_details",
         code.HeartbeatWF,
         10,
         "WorkflowExecutionCompleted",
+        result="resumed at step 5 of 10 on attempt 2",
         real_time=True,
     ),
 ]
@@ -97,7 +105,7 @@ async def record(client: Client, case: Case) -> WorkflowHistory:
     task_queue = f"interop-{case.feature}-{uuid.uuid4().hex[:8]}"
     workflow_id = f"{case.feature}-{uuid.uuid4().hex[:8]}"
     async with Worker(
-        client, task_queue=task_queue, workflows=[case.workflow], activities=code.ALL_ACTIVITIES
+        client, task_queue=task_queue, workflows=code.ALL_WORKFLOWS, activities=code.ALL_ACTIVITIES
     ):
         handle = await client.start_workflow(
             case.workflow, case.arg, id=workflow_id, task_queue=task_queue
@@ -105,9 +113,11 @@ async def record(client: Client, case: Case) -> WorkflowHistory:
         if case.drive is not None:
             await case.drive(handle)
         try:
-            await asyncio.wait_for(handle.result(), 20)
+            result = await asyncio.wait_for(handle.result(), 20)
         except WorkflowFailureError:
-            pass
+            result = None
+    if case.result is not None and result != case.result:
+        raise AssertionError(f"{case.feature}: the run returned {result!r}, not {case.result!r}")
     first = client.get_workflow_handle(workflow_id, run_id=handle.first_execution_run_id)
     history = await first.fetch_history()
     closing = history.events[-1].event_type

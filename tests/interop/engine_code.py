@@ -4,8 +4,6 @@
 files differ only in their import lines (a test checks it). Workflow and activity type
 names match the ones of ``../shared/peers/temporal_wf.py`` where a case has a recorded
 Temporal sample in ``../shared/data``, so those samples replay against these classes too.
-
-Child workflows are not covered: the engine does not implement them yet.
 """
 
 from __future__ import annotations
@@ -228,6 +226,18 @@ class HeartbeatWF:
         )
 
 
+@workflow.defn
+class ParentWF:
+    """A child workflow (``HelloWF``) whose result the parent uses."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        greeting = await workflow.execute_child_workflow(
+            HelloWF.run, name, id=f"{workflow.info().workflow_id}-child"
+        )
+        return f"child said: {greeting}"
+
+
 ALL_WORKFLOWS = [
     HelloWF,
     SeqActivitiesWF,
@@ -240,4 +250,5 @@ ALL_WORKFLOWS = [
     CancelCleanupWF,
     CountdownWF,
     HeartbeatWF,
+    ParentWF,
 ]

@@ -6,7 +6,6 @@ names match the ones of ``../shared/peers/temporal_wf.py`` where a case has a re
 Temporal sample in ``../shared/data``, so those samples replay against these classes too.
 
 Importing this module has no side effects: temporalio's sandbox re-imports it.
-Child workflows are not covered: the engine does not implement them yet.
 """
 
 from __future__ import annotations
@@ -231,6 +230,18 @@ class HeartbeatWF:
         )
 
 
+@workflow.defn
+class ParentWF:
+    """A child workflow (``HelloWF``) whose result the parent uses."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        greeting = await workflow.execute_child_workflow(
+            HelloWF.run, name, id=f"{workflow.info().workflow_id}-child"
+        )
+        return f"child said: {greeting}"
+
+
 ALL_WORKFLOWS = [
     HelloWF,
     SeqActivitiesWF,
@@ -243,4 +254,5 @@ ALL_WORKFLOWS = [
     CancelCleanupWF,
     CountdownWF,
     HeartbeatWF,
+    ParentWF,
 ]
