@@ -9,6 +9,7 @@ or ``./.durable/durable.db``)::
     durable workflow show ID [--run-id R] [--output table|json]
     durable workflow start --type T --task-queue Q --workflow-id ID [--input JSON ...]
     durable workflow signal ID --name N [--input JSON ...]
+    durable workflow query ID --name N [--input JSON ...]
     durable workflow cancel ID [--reason R]
     durable workflow terminate ID [--reason R]
     durable history export ID [ID ...] --format json|csv|parquet [--output PATH]
@@ -30,7 +31,7 @@ import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
@@ -322,6 +323,18 @@ def _cmd_start(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_query(args: argparse.Namespace) -> int:
+    inputs = _parse_json_inputs(args.input, "--input")
+
+    async def query(client: Client) -> Any:
+        handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
+        return await handle.query(args.name, args=inputs, timeout=timedelta(seconds=args.timeout))
+
+    result = _with_client(args.db, query)
+    _out(json.dumps(result, indent=2, default=_json_default))
+    return EXIT_OK
+
+
 def _cmd_signal(args: argparse.Namespace) -> int:
     inputs = _parse_json_inputs(args.input, "--input")
 
@@ -586,6 +599,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", "-i", action="extend", nargs="+", metavar="JSON")
     p.add_argument("--run-id", "-r")
     p.set_defaults(func=_cmd_signal)
+
+    p = wf_cmds.add_parser(
+        "query", parents=[common], help="ask a run a read-only question (a query handler)"
+    )
+    p.add_argument("workflow_id", metavar="ID")
+    p.add_argument("--name", "-n", required=True, help="query name")
+    p.add_argument("--input", "-i", action="extend", nargs="+", metavar="JSON")
+    p.add_argument("--run-id", "-r")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a worker")
+    p.set_defaults(func=_cmd_query)
 
     p = wf_cmds.add_parser("cancel", parents=[common], help="request cancellation of a run")
     p.add_argument("workflow_id", metavar="ID")

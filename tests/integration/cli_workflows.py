@@ -58,6 +58,10 @@ class WaitForSignalWF:
     def add(self, message: str) -> None:
         self.messages.append(message)
 
+    @workflow.query
+    def count(self) -> int:
+        return len(self.messages)
+
     @workflow.run
     async def run(self) -> list[str]:
         await workflow.wait_condition(lambda: len(self.messages) >= 1)

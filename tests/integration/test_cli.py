@@ -184,6 +184,11 @@ async def test_signal_cancel_terminate(tmp_path: Path, capsys: pytest.CaptureFix
             assert code == 0, err
             assert "add" in out
             assert await client.get_workflow_handle("waiter").result() == ["hi"]
+            code, out, err = await arun_cli(
+                capsys, "workflow", "query", "waiter", "--db", db, "--name", "count",
+            )  # fmt: skip
+            assert code == 0, err
+            assert json.loads(out) == 1
 
             for wid in ("to-cancel", "to-terminate"):
                 await client.start_workflow(SleepyWF.run, id=wid, task_queue=tq)
