@@ -61,7 +61,7 @@ T = TypeVar("T")
 
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 BACKENDS = ("sqlite", "postgres")
-WORKLOADS = ("W1", "W2", "W4", "W4s")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W4s")
 SHORT_SLEEPS = (0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5)
 RESULTS_DIR = BENCH_DIR / "results"
 
@@ -393,9 +393,53 @@ async def w4s(client: Client, emit: Emitter, reps: int, timeout: float) -> None:
         emit(f"W4s_sleep_{d}s_lateness", statistics.median(server[d]), "ms", extra)
 
 
+async def w3(client: Client, emit: Emitter, reps: int, timeout: float) -> None:
+    """Replay the peers' 6,005-event history (1,000 activities), as Temporal's W3 does:
+    parse it with WorkflowHistory.from_json, replay it (warm: a fresh Replayer in a process
+    that has replayed once), and turn a 50,000-event history into a DataFrame."""
+    from workloads import SeqActivitiesWF
+
+    from engine import WorkflowHistory
+    from engine.worker import Replayer
+
+    path = BENCH_DIR.parent.parent / "shared" / "data" / "temporal_history_seq1000.json"
+    text = path.read_text()
+    parse: list[float] = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        history = WorkflowHistory.from_json("seq1000", text)
+        parse.append(time.perf_counter() - t0)
+    events = len(history.events)
+    t0 = time.perf_counter()
+    await Replayer(workflows=[SeqActivitiesWF]).replay_workflow(history)
+    cold = time.perf_counter() - t0
+    rates: list[float] = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        await Replayer(workflows=[SeqActivitiesWF]).replay_workflow(history)
+        rates.append(events / (time.perf_counter() - t0))
+    emit.series("W3", rates, "ev/s", f"events={events}")
+    emit("W3_cold_first_replay", events / cold, "ev/s", f"seconds={cold:.4g} events={events}")
+    emit.series("W3_json_parse", parse, "s", f"bytes={len(text)} events={events}")
+    # A 50,000-event history: the seq1000 events repeated with fresh ids.
+    from engine import HistoryEvent
+
+    big: list[HistoryEvent] = []
+    while len(big) < 50_000:
+        for e in history.events:
+            big.append(HistoryEvent(len(big) + 1, e.event_time, e.event_type, e.attributes))
+    frames: list[float] = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        WorkflowHistory("big", big).to_dataframe()
+        frames.append(time.perf_counter() - t0)
+    emit.series("W3_to_dataframe_50k", frames, "s", f"events={len(big)}")
+
+
 RUNNERS: dict[str, Callable[[Client, Emitter, int, float], Awaitable[None]]] = {
     "W1": w1,
     "W2": w2,
+    "W3": w3,
     "W4": w4,
     "W4s": w4s,
 }
