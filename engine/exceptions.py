@@ -523,6 +523,11 @@ class StoreError(DurableError):
     """
 
 
+class StoreConflictError(StoreError):
+    """Two changes raced for the same unique fact (e.g. two starts of one workflow id);
+    the losing transaction was rolled back and may be run again."""
+
+
 class InvalidArgumentError(DurableError, ValueError):
     """An argument or field has a value that is not allowed; the message names it."""
 

@@ -202,6 +202,14 @@ class Worker:
         if not self._running:
             return
         self._running = False
+        # Let the poll loops end by themselves: a poll already in flight has claimed
+        # tasks in the database, and cancelling it would strand them until they time out.
+        if self._workflows is not None:
+            self._workflows.begin_stop()
+        if self._activities is not None:
+            self._activities.begin_stop()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=2.0)
         if self._workflows is not None:
             await self._workflows.stop()
         if self._activities is not None:

@@ -92,6 +92,9 @@ def type_hints(fn: Callable[..., Any], *, skip_self: bool) -> tuple[list[Any], A
 def set_workflow_definition(cls: type, defn: WorkflowDefinition) -> None:
     """Attach a definition to its class and run method."""
     setattr(cls, _WF_ATTR, defn)
+    owner = defn.run_fn.__qualname__.rpartition(".")[0]
+    if owner != cls.__qualname__ and hasattr(defn.run_fn, _WF_ATTR):
+        return  # an inherited run method keeps naming the class that defined it
     try:
         setattr(defn.run_fn, _WF_ATTR, defn)
     except AttributeError:

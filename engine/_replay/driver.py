@@ -118,6 +118,15 @@ class HistoryDriver:
                 self._collect_job(event)
         return produced
 
+    def apply_pending(self, now: float) -> None:
+        """Run events not yet seen by any workflow task (signals, activity results) in a
+        throwaway activation, so a query sees every recorded event. Commands are dropped."""
+        if self._jobs:
+            jobs, self._jobs = self._jobs, []
+            self.instance.activate(
+                jobs, now=now, replaying=True, history_length=self.next_event_id - 1
+            )
+
     def finish(self) -> None:
         """The recorded history ends here: commands the code produced must all be matched."""
         if self._matching:

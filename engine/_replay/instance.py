@@ -13,6 +13,7 @@ import asyncio
 import logging
 import random as _random
 import uuid
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -115,9 +116,12 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
         self._handlers_running = 0
         self._cancel_requested = False
         self._main: asyncio.Task[Any] | None = None
+        self._handler_failure: FailureError | None = None
         self._object: Any = None
         self._info: workflow.Info | None = None
-        self._rng = _random.Random(uuid.UUID(run_id).int if _is_uuid(run_id) else hash(run_id))
+        self._rng = _random.Random(
+            uuid.UUID(run_id).int if _is_uuid(run_id) else zlib.crc32(run_id.encode())
+        )
         self._patches_seen: set[str] = set()
         self._patches_memo: dict[str, bool] = {}
         self._history_length = 0
@@ -232,10 +236,17 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
         return progressed
 
     def _check_main(self) -> None:
+        if self._handler_failure is not None and self._closing is None:
+            command: cmd.Command = cmd.FailWorkflowExecution(
+                self.converter.to_failure(self._handler_failure)
+            )
+            self._closing = command
+            self._commands.append(command)
+            self.completed = True
+            return
         main = self._main
         if main is None or not main.done() or self._closing is not None:
             return
-        command: cmd.Command
         if main.cancelled():
             if not self._cancel_requested:
                 raise WorkflowTaskError(RuntimeError("workflow's main task was cancelled"))
@@ -687,6 +698,8 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
         else:
             try:
                 bound(*args)
+            except FailureError as err:
+                self._handler_failure = err  # fails the run, as from the main method
             except Exception as err:
                 raise WorkflowTaskError(err) from err
 
@@ -695,10 +708,10 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
         if not task.cancelled() and task.exception() is not None:
             exc = task.exception()
             assert exc is not None
-            if isinstance(exc, FailureError) and self._main is not None:
-                # A failure raised in a handler fails the run, as in Temporal.
-                self._main.cancel()
-            self._callback_error = exc
+            if isinstance(exc, FailureError):
+                self._handler_failure = exc  # a failure in a handler fails the run
+            else:
+                self._callback_error = exc
 
     def __repr__(self) -> str:
         return f"<WorkflowInstance {self.defn.name} {self.workflow_id}/{self.run_id}>"

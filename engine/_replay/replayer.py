@@ -128,4 +128,6 @@ def answer_query(
         trimmed.pop()
     driver = new_driver(trimmed, {defn.name: defn}, converter, workflow_id=workflow_id)
     driver.apply(trimmed)
+    if trimmed:
+        driver.apply_pending(events[-1].event_time)
     return driver.instance.query(query_type, args)

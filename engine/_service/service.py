@@ -24,6 +24,7 @@ from ..common import (
     duration_to_json,
 )
 from ..exceptions import (
+    StoreConflictError,
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
     WorkflowQueryFailedError,
@@ -67,7 +68,15 @@ class Service(WorkflowTaskOps, ActivityOps):
 
     async def start_workflow(self, req: StartWorkflowRequest) -> StartWorkflowResult:
         """Start a run, applying the id reuse and conflict policies."""
-        result = await self.store.transaction(self._start_workflow, req)
+        for attempt in range(3):
+            try:
+                result = await self.store.transaction(self._start_workflow, req)
+                break
+            except StoreConflictError:
+                # Another start of the same workflow id won the race (PostgreSQL): run
+                # again, now seeing its run, so the id policies decide as usual.
+                if attempt == 2:
+                    raise
         self._namespaces.add(req.namespace)  # committed: no need to ensure it again
         return result
 
@@ -447,7 +456,7 @@ class Service(WorkflowTaskOps, ActivityOps):
         """The last event of a run (its closing event once closed)."""
 
         def fn(tx: StoreTx) -> HistoryEvent | None:
-            row = tx.last_event(run_id)
+            row = tx.close_event(run_id) or tx.last_event(run_id)
             if row is None:
                 return None
             return HistoryEvent(

@@ -196,7 +196,11 @@ class RunState:
             self.tx.wake(wft_channel(self.namespace, self.task_queue))
 
     def write_transient_wft_events(self, wft: Row) -> tuple[int, int]:
-        """Persist the Scheduled/Started events of a retried (transient) workflow task."""
+        """Persist the Scheduled/Started events of a retried (transient) workflow task,
+        exactly as the worker was shown them when the task started."""
+        attrs = started_attributes(
+            self, self.next_event_id, wft.identity or "", wft.request_id or ""
+        )
         scheduled = self.add_event(
             "WorkflowTaskScheduled",
             {
@@ -204,16 +208,9 @@ class RunState:
                 "startToCloseTimeout": duration_to_json(float(wft.start_to_close)),
                 "attempt": int(wft.attempt),
             },
+            float(wft.started_time),
         )
-        started = self.add_event(
-            "WorkflowTaskStarted",
-            {
-                "scheduledEventId": str(scheduled),
-                "identity": wft.identity or "",
-                "requestId": wft.request_id or "",
-                "historySizeBytes": str(self.history_size),
-            },
-        )
+        started = self.add_event("WorkflowTaskStarted", attrs, float(wft.started_time))
         return scheduled, started
 
     def flush_buffered(self) -> int:
@@ -343,6 +340,21 @@ class RunState:
                 )
                 crs.close(WorkflowExecutionStatus.TERMINATED)
             crs.flush()
+
+
+def started_attributes(
+    rs: RunState, scheduled_event_id: int, identity: str, request_id: str
+) -> JsonDict:
+    """WorkflowTaskStarted's attributes (history size as it stands, before the event)."""
+    attrs: JsonDict = {
+        "scheduledEventId": str(scheduled_event_id),
+        "identity": identity,
+        "requestId": request_id,
+        "historySizeBytes": str(rs.history_size),
+    }
+    if rs.next_event_id > SUGGEST_CAN_EVENTS or rs.history_size > SUGGEST_CAN_BYTES:
+        attrs["suggestContinueAsNew"] = True
+    return attrs
 
 
 def new_run_id() -> str:

@@ -30,14 +30,13 @@ from .state import (
     HISTORY_MAX_EVENTS,
     HISTORY_WARN_BYTES,
     HISTORY_WARN_EVENTS,
-    SUGGEST_CAN_BYTES,
-    SUGGEST_CAN_EVENTS,
     WFT_RETRY_MAX_DELAY,
     RunState,
     activity_channel,
     add_timer,
     new_run_id,
     query_channel,
+    started_attributes,
     task_queue_json,
     wft_channel,
 )
@@ -136,8 +135,11 @@ class WorkflowTaskOps:
             if run_id is None:
                 break
             row = tx.lock_execution(run_id)
-            assert row is not None
-            tasks.append(self._start_task(RunState(tx, row, now), identity, cached))
+            rs = RunState(tx, row, now) if row is not None else None
+            wft = rs.workflow_task() if rs is not None else None
+            if rs is None or wft is None or wft.state != WFT_SCHEDULED:
+                break  # taken by another poller between our read and our lock
+            tasks.append(self._start_task(rs, identity, cached))
             claimed += 1
         return tasks
 
@@ -150,23 +152,16 @@ class WorkflowTaskOps:
         request_id = str(uuid.uuid4())
         attempt = int(wft.attempt)
         transient: list[HistoryEvent] = []
-        suggest = rs.next_event_id > SUGGEST_CAN_EVENTS or rs.history_size > SUGGEST_CAN_BYTES
-        started_attrs: JsonDict = {
-            "identity": identity,
-            "requestId": request_id,
-            "historySizeBytes": str(rs.history_size),
-        }
-        if suggest:
-            started_attrs["suggestContinueAsNew"] = True
         if attempt == 1:
-            started_attrs = {"scheduledEventId": str(wft.scheduled_event_id), **started_attrs}
             scheduled_event_id = int(wft.scheduled_event_id)
+            started_attrs = started_attributes(rs, scheduled_event_id, identity, request_id)
             started_event_id = rs.add_event("WorkflowTaskStarted", started_attrs)
         else:
             # A retried task is transient: its events are shown to the worker but only
             # written to history if the attempt completes.
             scheduled_event_id = rs.next_event_id
             started_event_id = scheduled_event_id + 1
+            started_attrs = started_attributes(rs, scheduled_event_id, identity, request_id)
             transient = [
                 HistoryEvent(
                     scheduled_event_id,
@@ -178,12 +173,7 @@ class WorkflowTaskOps:
                         "attempt": attempt,
                     },
                 ),
-                HistoryEvent(
-                    started_event_id,
-                    now,
-                    "WorkflowTaskStarted",
-                    {"scheduledEventId": str(scheduled_event_id), **started_attrs},
-                ),
+                HistoryEvent(started_event_id, now, "WorkflowTaskStarted", started_attrs),
             ]
         tx.update_workflow_task(
             run_id,
@@ -471,6 +461,8 @@ class WorkflowTaskOps:
         def start() -> None:
             # After all of the task's commands: the child's start is a new fact for the
             # parent, recorded after its command events (as Temporal does).
+            if not rs.is_open and c.parent_close_policy != 2:
+                return  # the parent closed in the same task: the child would end at once
             req = StartWorkflowRequest(
                 namespace=rs.namespace,
                 workflow_id=c.workflow_id,
@@ -495,6 +487,8 @@ class WorkflowTaskOps:
             try:
                 result = self._start_workflow(rs.tx, req)
             except WorkflowAlreadyStartedError:
+                if not rs.is_open:
+                    return
                 rs.add_event(
                     "StartChildWorkflowExecutionFailed",
                     {
@@ -506,6 +500,8 @@ class WorkflowTaskOps:
                     },
                 )
             else:
+                if not rs.is_open:
+                    return  # abandoned child of a closed parent: nothing more to record
                 started = rs.add_event(
                     "ChildWorkflowExecutionStarted",
                     {
@@ -550,6 +546,8 @@ class WorkflowTaskOps:
             if row is not None:
                 row = tx.lock_execution(row.run_id)
             if row is None or row.status != S.RUNNING or row.workflow_id != c.workflow_id:
+                if not rs.is_open:
+                    return
                 rs.add_event(
                     "RequestCancelExternalWorkflowExecutionFailed",
                     {
@@ -574,6 +572,8 @@ class WorkflowTaskOps:
                     },
                 )
                 other.flush()
+                if not rs.is_open:
+                    return  # the request goes out; the closed run records nothing more
                 rs.add_event(
                     "ExternalWorkflowExecutionCancelRequested",
                     {

@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
-from ..exceptions import DurableError, StoreError
+from ..exceptions import DurableError, StoreConflictError, StoreError
 from .dialects import NOTIFY_CHANNEL, PostgresListener, create_engine, parse_url
 from .migrations import migrate
 from .notify import Notifier
@@ -90,8 +90,9 @@ class Store:
             self._writer.submit(fn, args, None, done)
             return done.result()
         for attempt in range(1, 6):
+            conn = self.engine.connect()
             try:
-                with self.engine.begin() as conn:
+                with conn.begin():
                     tx = StoreTx(conn, postgres=self.postgres)
                     result = fn(tx, *args)
                     if self.postgres and tx.wakeups:
@@ -100,16 +101,45 @@ class Store:
                                 sa.text("SELECT pg_notify(:c, :p)"),
                                 {"c": NOTIFY_CHANNEL, "p": channel},
                             )
-                self.notifier.notify_many(tx.wakeups)
-                return result
-            except OperationalError as err:
-                code = getattr(err.orig, "sqlstate", None)
-                if (code in _RETRYABLE_PG or err.connection_invalidated) and attempt < 5:
-                    # A lost pooled connection (server restart) or a lock conflict: retry.
-                    log.debug("retrying transaction after %s", code or "a lost connection")
+            except DBAPIError as err:
+                retry = self._classify(err.orig or err, attempt, err.connection_invalidated)
+                if not retry:
+                    raise self._translate(err.orig or err) from err
+                if err.connection_invalidated:
+                    conn.invalidate()
+                continue
+            except Exception as err:
+                # Statements run on the driver's cursor: its errors arrive unwrapped.
+                if not _is_driver_error(err):
+                    raise
+                broken = bool(getattr(conn, "closed", False)) or _connection_lost(err)
+                if broken:
+                    conn.invalidate()
+                if self._classify(err, attempt, broken):
                     continue
-                raise StoreError(f"database error on {self.display_url}: {err.orig}") from err
+                raise self._translate(err) from err
+            finally:
+                conn.close()
+            self.notifier.notify_many(tx.wakeups)
+            return result
         raise AssertionError("unreachable")
+
+    def _classify(self, err: BaseException, attempt: int, connection_lost: bool) -> bool:
+        """Whether a failed transaction should simply be run again."""
+        code = getattr(err, "sqlstate", None)
+        if attempt < 5 and (code in _RETRYABLE_PG or connection_lost):
+            # A serialization failure, a deadlock (PostgreSQL picked us as the victim), or
+            # a pooled connection lost to a server restart: the whole transaction reruns.
+            log.debug("retrying transaction after %s", code or "a lost connection")
+            return True
+        return False
+
+    def _translate(self, err: BaseException) -> StoreError:
+        """A driver error as the store's exception, saying which database and what."""
+        code = getattr(err, "sqlstate", None)
+        if code == "23505" or (isinstance(err, sqlite3.IntegrityError) and "UNIQUE" in str(err)):
+            return StoreConflictError(f"conflicting change on {self.display_url}: {err}")
+        return StoreError(f"database error on {self.display_url}: {err}")
 
     def close(self) -> None:
         """Stop the threads and close connections."""
@@ -183,15 +213,19 @@ class _BatchingWriter:
     def _run_batch(self, conn: sa.Connection, batch: list[_Job]) -> None:
         if len(batch) > 1:
             results: list[Any] = []
+            wakeups: set[str] = set()
             try:
                 with _immediate(conn):
-                    tx = StoreTx(conn, postgres=False)
                     for fn, args, _, _ in batch:
+                        # One StoreTx each: a change may withdraw its own wake-ups (an
+                        # eager hand-off), never another caller's.
+                        tx = StoreTx(conn, postgres=False)
                         results.append(fn(tx, *args))
+                        wakeups |= tx.wakeups
             except Exception:
                 pass  # run them one by one below, to find the failing one
             else:
-                self.store.notifier.notify_many(tx.wakeups)
+                self.store.notifier.notify_many(wakeups)
                 for (_, _, loop, fut), result in zip(batch, results, strict=True):
                     _deliver(loop, fut, result, None)
                 return
@@ -200,14 +234,9 @@ class _BatchingWriter:
                 with _immediate(conn):
                     tx = StoreTx(conn, postgres=False)
                     result = fn(tx, *args)
-            except (OperationalError, sqlite3.OperationalError) as err:
+            except (DBAPIError, sqlite3.Error) as err:
                 reason = getattr(err, "orig", err)
-                _deliver(
-                    loop,
-                    fut,
-                    None,
-                    StoreError(f"database error on {self.store.display_url}: {reason}"),
-                )
+                _deliver(loop, fut, None, self.store._translate(reason))
             except BaseException as err:  # delivered to the caller, who raises it
                 _deliver(loop, fut, None, err)
             else:
@@ -231,6 +260,29 @@ def _immediate(conn: sa.Connection) -> Iterator[None]:
         driver.rollback()
         raise
     driver.commit()
+
+
+def _is_driver_error(err: BaseException) -> bool:
+    if isinstance(err, sqlite3.Error):
+        return True
+    try:
+        import psycopg
+    except ImportError:  # PostgreSQL support not installed
+        return False
+    return isinstance(err, psycopg.Error)
+
+
+def _connection_lost(err: BaseException) -> bool:
+    try:
+        import psycopg
+    except ImportError:
+        return False
+    return isinstance(err, psycopg.OperationalError) and getattr(err, "sqlstate", None) in (
+        None,
+        "57P01",  # admin shutdown
+        "08006",
+        "08003",
+    )
 
 
 def _deliver(

@@ -17,7 +17,8 @@ class Notifier:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._generations: dict[str, int] = defaultdict(int)
+        self._generations: dict[str, int] = {}
+        self._counter = 0
         self._waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = (
             defaultdict(set)
         )
@@ -25,16 +26,33 @@ class Notifier:
     def generation(self, channel: str) -> int:
         """The channel's counter; pass it to :meth:`wait` to catch notifications since now."""
         with self._lock:
-            return self._generations[channel]
+            return self._generations.get(channel, 0)
+
+    #: Channels remembered at most; older ones without waiters are forgotten (a waiter
+    #: that read a forgotten generation is woken at once, so nothing is missed).
+    MAX_CHANNELS = 10_000
 
     def notify(self, channel: str) -> None:
         """Wake every waiter on ``channel`` (callable from any thread)."""
         with self._lock:
-            self._generations[channel] += 1
+            # Values come from one increasing counter, so a channel forgotten and notified
+            # again never repeats a generation a waiter may hold.
+            self._counter += 1
+            self._generations[channel] = self._counter
             waiters = self._waiters.pop(channel, set())
+            if len(self._generations) > self.MAX_CHANNELS:
+                self._forget_idle()
         for loop, fut in waiters:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(_resolve, fut)
+
+    def _forget_idle(self) -> None:
+        # One entry per closed run or answered query would otherwise pile up forever in
+        # a long-lived process (the Jupyter server).
+        for name in list(self._generations)[: len(self._generations) // 2]:
+            if not self._waiters.get(name):
+                del self._generations[name]
+                self._waiters.pop(name, None)
 
     def notify_many(self, channels: set[str]) -> None:
         """Notify several channels."""
@@ -50,7 +68,7 @@ class Notifier:
         fut: asyncio.Future[None] = loop.create_future()
         entry = (loop, fut)
         with self._lock:
-            if since is not None and self._generations[channel] != since:
+            if since is not None and self._generations.get(channel, 0) != since:
                 return True
             self._waiters[channel].add(entry)
         try:
@@ -60,7 +78,11 @@ class Notifier:
             return False
         finally:
             with self._lock:
-                self._waiters.get(channel, set()).discard(entry)
+                waiting = self._waiters.get(channel)
+                if waiting is not None:
+                    waiting.discard(entry)
+                    if not waiting:
+                        del self._waiters[channel]
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

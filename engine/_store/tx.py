@@ -83,6 +83,13 @@ LAST_EVENT = Q(
     "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
     "WHERE run_id = :run_id ORDER BY event_id DESC LIMIT 1"
 )
+CLOSE_EVENT = Q(
+    "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
+    "WHERE run_id = :run_id AND event_type IN ('WorkflowExecutionCompleted', "
+    "'WorkflowExecutionFailed', 'WorkflowExecutionCanceled', 'WorkflowExecutionTerminated', "
+    "'WorkflowExecutionTimedOut', 'WorkflowExecutionContinuedAsNew') "
+    "ORDER BY event_id DESC LIMIT 1"
+)
 INSERT_EVENT = Q(
     "INSERT INTO dn_history_events (run_id, event_id, event_time, event_type, attributes) "
     "VALUES (:run_id, :event_id, :event_time, :event_type, :attributes)"
@@ -108,7 +115,7 @@ NEXT_WFT = Q(
 NEXT_WFT_PG = Q(
     "SELECT e.run_id FROM dn_executions e JOIN dn_workflow_tasks t ON t.run_id = e.run_id "
     "WHERE t.namespace = :ns AND t.task_queue = :q AND t.state = 1 AND t.visible_at <= :now "
-    "ORDER BY t.visible_at LIMIT 1 FOR UPDATE OF e SKIP LOCKED"
+    "ORDER BY t.visible_at LIMIT 1 FOR UPDATE OF e, t SKIP LOCKED"
 )
 GET_ACT = Q(
     f"SELECT {_ACT_COLS} FROM dn_activity_tasks "
@@ -354,6 +361,10 @@ class StoreTx:
     def first_event(self, run_id: str) -> Row | None:
         """The first event of a run (WorkflowExecutionStarted)."""
         return self._one(FIRST_EVENT, {"run_id": run_id})
+
+    def close_event(self, run_id: str) -> Row | None:
+        """The event that closed a run, or None while it is open."""
+        return self._one(CLOSE_EVENT, {"run_id": run_id})
 
     def last_event(self, run_id: str) -> Row | None:
         """The newest event of a run."""

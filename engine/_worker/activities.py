@@ -188,9 +188,9 @@ class ActivityRunner:
                 tasks = await self.service.poll_activity_tasks(
                     self.namespace, self.task_queue, self.identity, limit
                 )
-            except StoreError as err:
+            except Exception as err:  # a database hiccup must not stop the worker for good
                 self.release(limit)
-                log.warning("polling activity tasks failed (%s); retrying", err)
+                log.warning("polling activity tasks failed (%s); retrying in a second", err)
                 await asyncio.sleep(1.0)
                 continue
             self.release(limit - len(tasks))
@@ -234,10 +234,15 @@ class ActivityRunner:
         if not job.cancelled() and job.exception() is not None:
             log.error("activity handler crashed", exc_info=job.exception())
 
-    async def stop(self, grace: float = 0.0) -> None:
-        """Stop polling; cancel running attempts after ``grace`` seconds; wait for them."""
+    def begin_stop(self) -> None:
+        """Poll no more (a poll in flight still starts what it claimed)."""
         self._stopping = True
         self._free_changed.set()
+        self.service.store.notifier.notify(activity_channel(self.namespace, self.task_queue))
+
+    async def stop(self, grace: float = 0.0) -> None:
+        """Stop polling; cancel running attempts after ``grace`` seconds; wait for them."""
+        self.begin_stop()
         if self._jobs and grace > 0:
             await asyncio.wait(list(self._jobs), timeout=grace)
         for running in list(self._running.values()):

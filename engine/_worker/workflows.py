@@ -115,9 +115,9 @@ class WorkflowRunner:
                 tasks = await self.service.poll_workflow_tasks(
                     self.namespace, self.task_queue, self.identity, self._cache_next, limit
                 )
-            except StoreError as err:
+            except Exception as err:  # a database hiccup must not stop the worker for good
                 self._release(limit)
-                log.warning("polling workflow tasks failed (%s); retrying", err)
+                log.warning("polling workflow tasks failed (%s); retrying in a second", err)
                 await asyncio.sleep(1.0)
                 continue
             queries = [t for t in tasks if isinstance(t, QueryTask)]
@@ -206,9 +206,16 @@ class WorkflowRunner:
         else:
             self._spawn(task)
 
+    def begin_stop(self) -> None:
+        """Poll no more (a poll in flight still hands over what it claimed)."""
+        self._stopping = True
+        if self._free_changed is not None:
+            self._free_changed.set()
+        self.service.store.notifier.notify(wft_channel(self.namespace, self.task_queue))
+
     async def stop(self) -> None:
         """Stop polling and let running workflow tasks finish."""
-        self._stopping = True
+        self.begin_stop()
         if self._inflight:
             await asyncio.wait(list(self._inflight), timeout=self.deadlock_timeout + 5)
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -76,3 +76,45 @@ async def test_query_without_a_worker_times_out_clearly(client: Client, task_que
     )
     with pytest.raises(WorkflowQueryFailedError, match=f"polling task queue '{task_queue}'"):
         await handle.query(Counter.current, timeout=timedelta(milliseconds=300))
+
+
+async def test_query_sees_a_signal_no_task_has_processed_yet(
+    client: Client, task_queue: str
+) -> None:
+    handle = await client.start_workflow(
+        Counter.run, id="q-" + uuid.uuid4().hex, task_queue=task_queue
+    )
+    async with Worker(client, task_queue=task_queue, workflows=[Counter]):
+        await _wait_for_event(handle, "WorkflowTaskCompleted")
+    # No worker runs while the signal arrives: only the query's replay can apply it.
+    await handle.signal(Counter.add, 5)
+    async with Worker(client, task_queue=task_queue, workflows=[Counter]):
+        assert await handle.query(Counter.current) == 5
+
+
+@workflow.defn
+class StrictCounter(Counter):
+    @workflow.signal
+    def add(self, n: int) -> None:
+        if n < 0:
+            from engine import ApplicationError
+
+            raise ApplicationError("negative amounts are refused", type="Negative")
+        self.count += n
+
+
+async def test_application_error_in_a_signal_handler_fails_the_run(
+    client: Client, task_queue: str
+) -> None:
+    from engine import WorkflowExecutionStatus, WorkflowFailureError
+
+    async with Worker(client, task_queue=task_queue, workflows=[StrictCounter]):
+        # By type name: StrictCounter.run is the inherited Counter.run function itself.
+        handle = await client.start_workflow(
+            "StrictCounter", id="sc-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await handle.signal(StrictCounter.add, -1)
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert "negative amounts" in str(info.value.cause)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.FAILED
