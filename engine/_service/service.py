@@ -171,7 +171,11 @@ class Service(WorkflowTaskOps, ActivityOps):
         if req.run_timeout:
             add_timer(tx, now, run_id, "run_timeout", 0, 1, now + req.run_timeout, None)
         if req.execution_timeout:
-            add_timer(tx, now, run_id, "run_timeout", 0, 1, now + req.execution_timeout, None)
+            # The execution timeout spans retries and continue-as-new: it counts from the
+            # start of the first run.
+            first = tx.get_execution(first_run_id) if first_run_id != run_id else None
+            began = float(first.start_time) if first is not None else now
+            add_timer(tx, now, run_id, "run_timeout", 0, 1, began + req.execution_timeout, None)
         rs.flush()
         return StartWorkflowResult(run_id, started=True)
 

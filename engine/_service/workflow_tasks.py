@@ -369,6 +369,10 @@ class WorkflowTaskOps:
             )
         elif isinstance(command, cmd.CancelTimer):
             started_id = _user_timer_started_id(rs, command.timer_id)
+            if not started_id:
+                # The timer fired while this task ran (its TimerFired is buffered): the
+                # cancel wins and the workflow never sees the firing, as in Temporal.
+                started_id = rs.tx.drop_buffered_timer_fired(rs.run_id, command.timer_id)
             rs.add_event(
                 "TimerCanceled",
                 {
@@ -661,6 +665,7 @@ class WorkflowTaskOps:
             input=command.input,
             task_timeout=command.task_timeout or float(row.workflow_task_timeout),
             run_timeout=command.run_timeout or row.run_timeout,
+            execution_timeout=row.execution_timeout,
             identity=identity,
             continued_from=row.run_id,
             first_run_id=row.first_run_id,

@@ -9,6 +9,7 @@ database work itself. Parameters are written ``:name``; the PostgreSQL spelling
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -103,6 +104,7 @@ READ_BUFFERED = Q(
     "WHERE run_id = :run_id ORDER BY id"
 )
 DELETE_BUFFERED = Q("DELETE FROM dn_buffered_events WHERE run_id = :run_id")
+DELETE_BUFFERED_ONE = Q("DELETE FROM dn_buffered_events WHERE id = :id")
 HAS_BUFFERED = Q("SELECT 1 FROM dn_buffered_events WHERE run_id = :run_id LIMIT 1")
 GET_WFT = Q(f"SELECT {_WFT_COLS} FROM dn_workflow_tasks WHERE run_id = :run_id")
 DELETE_WFT = Q("DELETE FROM dn_workflow_tasks WHERE run_id = :run_id")
@@ -390,6 +392,17 @@ class StoreTx:
         if rows:
             self._q(DELETE_BUFFERED, {"run_id": run_id})
         return rows
+
+    def drop_buffered_timer_fired(self, run_id: str, timer_id: str) -> int:
+        """Remove a buffered TimerFired of ``timer_id``; return its startedEventId (or 0)."""
+        for row in self._q(READ_BUFFERED, {"run_id": run_id}).fetchall():
+            if row.event_type != "TimerFired":
+                continue
+            attrs = json.loads(row.attributes)
+            if attrs.get("timerId") == timer_id:
+                self._q(DELETE_BUFFERED_ONE, {"id": row.id})
+                return int(attrs.get("startedEventId", 0))
+        return 0
 
     def has_buffered(self, run_id: str) -> bool:
         """Whether a run has buffered events."""

@@ -350,3 +350,31 @@ async def test_workflows_have_no_retry_policy_by_default(client: Client, task_qu
             await handle.result()
     failed = (await handle.fetch_history()).events[-1]
     assert failed.attributes["retryState"] == "RETRY_STATE_RETRY_POLICY_NOT_SET"
+
+
+@workflow.defn
+class Forever:
+    @workflow.run
+    async def run(self, n: int) -> None:
+        await workflow.sleep(timedelta(hours=1))
+        workflow.continue_as_new(n + 1)
+
+
+async def test_execution_timeout_spans_continue_as_new(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
+    from engine import WorkflowExecutionStatus, WorkflowFailureError
+
+    async with Worker(env.client, task_queue=task_queue, workflows=[Forever]):
+        handle = await env.client.start_workflow(
+            Forever.run,
+            0,
+            id="ex-" + uuid.uuid4().hex,
+            task_queue=task_queue,
+            execution_timeout=timedelta(hours=2, minutes=30),
+        )
+        with pytest.raises(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), 30)
+    runs = [r async for r in env.client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    assert len(runs) == 3  # two full hours, then the third run times out
+    assert runs[0].status == WorkflowExecutionStatus.TIMED_OUT
