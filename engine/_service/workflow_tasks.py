@@ -621,9 +621,9 @@ class WorkflowTaskOps:
             value = started.get(key)
             return duration_from_json(value).total_seconds() if value else None
 
-        req = StartWorkflowRequest(
-            namespace=row.namespace,
-            workflow_id=row.workflow_id,
+        self._start_successor(
+            tx,
+            rs,
             workflow_type=row.workflow_type,
             task_queue=row.task_queue,
             input=(started.get("input") or {}).get("payloads") or [],
@@ -633,21 +633,10 @@ class WorkflowTaskOps:
             retry_policy=started.get("retryPolicy"),
             identity=identity,
             start_delay=delay,
-            continued_from=row.run_id,
-            first_run_id=row.first_run_id,
             attempt=int(started.get("attempt", 1)) + 1,
             initiator="CONTINUE_AS_NEW_INITIATOR_RETRY",
             last_failure=failure,
-            parent_workflow_id=row.parent_workflow_id,
-            parent_run_id=row.parent_run_id,
-            parent_initiated_event_id=row.parent_initiated_event_id,
-            parent_close_policy=row.parent_close_policy,
         )
-        self._start_workflow(tx, req, rs.new_run_id)
-        if row.parent_started_event_id:
-            tx.update_execution(
-                str(rs.new_run_id), parent_started_event_id=row.parent_started_event_id
-            )
 
     def _start_continued(
         self,
@@ -657,9 +646,9 @@ class WorkflowTaskOps:
         identity: str,
     ) -> None:
         row = rs.row
-        req = StartWorkflowRequest(
-            namespace=row.namespace,
-            workflow_id=row.workflow_id,
+        self._start_successor(
+            tx,
+            rs,
             workflow_type=command.workflow_type,
             task_queue=command.task_queue,
             input=command.input,
@@ -667,14 +656,23 @@ class WorkflowTaskOps:
             run_timeout=command.run_timeout or row.run_timeout,
             execution_timeout=row.execution_timeout,
             identity=identity,
+        )
+
+    def _start_successor(self, tx: StoreTx, rs: RunState, **fields: Any) -> None:
+        """Start the run that continues ``rs`` (continue-as-new or retry): same workflow
+        id and parent, the run id its closing event announced."""
+        row = rs.row
+        req = StartWorkflowRequest(
+            namespace=row.namespace,
+            workflow_id=row.workflow_id,
             continued_from=row.run_id,
             first_run_id=row.first_run_id,
             parent_workflow_id=row.parent_workflow_id,
             parent_run_id=row.parent_run_id,
             parent_initiated_event_id=row.parent_initiated_event_id,
             parent_close_policy=row.parent_close_policy,
+            **fields,
         )
-        # The new run takes the id the closing event announced.
         self._start_workflow(tx, req, rs.new_run_id)
         if row.parent_started_event_id:
             tx.update_execution(
