@@ -267,19 +267,10 @@ class Client:
     async def list_workflows(
         self, query: str | None = None, *, limit: int = 1000
     ) -> AsyncIterator[WorkflowExecution]:
-        """Runs of the namespace, newest first. ``query`` may be ``WorkflowId = '...'``."""
-        workflow_id = None
-        if query:
-            text = query.strip()
-            prefix = "WorkflowId"
-            if text.startswith(prefix) and "=" in text:
-                workflow_id = text.split("=", 1)[1].strip().strip("'\"")
-            else:
-                raise InvalidArgumentError(
-                    f"unsupported list query {query!r}: only \"WorkflowId = '...'\" is "
-                    "understood so far"
-                )
-        rows = await self.service.list_runs(self.namespace, limit, workflow_id)
+        """Runs of the namespace, newest first, filtered by ``query``: terms such as
+        ``WorkflowType = 'Order' AND ExecutionStatus = 'Running'`` (also WorkflowId, RunId,
+        TaskQueue), a subset of Temporal's list filter."""
+        rows = await self.service.list_runs(self.namespace, limit, query)
         for row in rows:
             yield WorkflowExecution.from_row(row)
 

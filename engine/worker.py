@@ -146,6 +146,14 @@ class Worker:
         if self._running:
             self._expedite(defn.name)
 
+    def register_activity(self, fn: Callable[..., Any]) -> None:
+        """Add or replace an activity while running (re-run notebook cells).
+
+        Attempts already running keep the old function; the next ones use the new one.
+        """
+        defn = ActivityDefinition.of(fn)
+        self._activity_defs[defn.name] = defn  # shared with the activity runner
+
     def _expedite(self, workflow_type: str) -> None:
         async def go() -> None:
             try:

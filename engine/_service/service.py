@@ -44,6 +44,7 @@ from .types import (
     StartWorkflowRequest,
     StartWorkflowResult,
 )
+from .visibility import parse_filter
 from .watch import CloseWatcher
 from .workflow_tasks import WorkflowTaskOps, _read_history
 
@@ -529,12 +530,13 @@ class Service(WorkflowTaskOps, ActivityOps):
         )
 
     async def list_runs(
-        self, namespace: str, limit: int = 100, workflow_id: str | None = None
+        self, namespace: str, limit: int = 100, query: str | None = None
     ) -> list[Row]:
-        """Runs of the namespace, newest first."""
+        """Runs of the namespace, newest first, matching the list filter ``query``."""
+        filters = parse_filter(query)
 
         def fn(tx: StoreTx) -> list[Row]:
-            return list(tx.list_executions(namespace, limit=limit, workflow_id=workflow_id))
+            return list(tx.list_executions(namespace, limit=limit, filters=filters))
 
         return await self.store.transaction(fn)
 

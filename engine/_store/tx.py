@@ -332,15 +332,22 @@ class StoreTx:
         """Update columns of a run."""
         self._update("dn_executions", {"run_id": run_id}, values)
 
+    _LIST_COLUMNS = frozenset({"workflow_id", "run_id", "workflow_type", "task_queue", "status"})
+
     def list_executions(
-        self, namespace: str, *, limit: int, workflow_id: str | None = None
+        self, namespace: str, *, limit: int, filters: dict[str, Any] | None = None
     ) -> Sequence[Row]:
-        """Runs, newest first."""
-        where = "namespace = :ns" + (" AND workflow_id = :wid" if workflow_id is not None else "")
+        """Runs, newest first, where each column in ``filters`` equals its value."""
+        filters = filters or {}
+        unknown = set(filters) - self._LIST_COLUMNS
+        if unknown:
+            raise ValueError(f"cannot filter runs on {sorted(unknown)}")
+        where = " AND ".join(["namespace = :ns", *(f"{c} = :f_{c}" for c in sorted(filters))])
         q = Q(
             f"SELECT {_EXEC_COLS} FROM dn_executions WHERE {where} ORDER BY start_time DESC LIMIT :lim"
         )
-        return self._q(q, {"ns": namespace, "wid": workflow_id, "lim": limit}).fetchall()
+        params = {"ns": namespace, "lim": limit, **{f"f_{c}": v for c, v in filters.items()}}
+        return self._q(q, params).fetchall()
 
     # -- history ----------------------------------------------------------------------
 

@@ -234,3 +234,26 @@ async def _wait_for_event(handle, event_type: str, timeout: float = 20.0) -> Non
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"no {event_type} event within {timeout}s")
+
+
+async def test_list_filter_by_type_and_status(client: Client, task_queue: str) -> None:
+    async with Worker(
+        client, task_queue=task_queue, workflows=[HelloWF, SignalWF], activities=[say_hello]
+    ):
+        done = await client.start_workflow(
+            HelloWF.run, "x", id="lf-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await done.result()
+        waiting = await client.start_workflow(
+            SignalWF.run, 1, id="lf-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        running = [
+            r.id
+            async for r in client.list_workflows(
+                f"WorkflowType = 'SignalWF' AND ExecutionStatus = 'Running' AND TaskQueue = '{task_queue}'"
+            )
+        ]
+        assert running == [waiting.id]
+        completed = [r.id async for r in client.list_workflows("ExecutionStatus = 'Completed'")]
+        assert done.id in completed and waiting.id not in completed
+        await waiting.terminate()
