@@ -8,6 +8,7 @@ SQLite or PostgreSQL. Clients and workers reach the service through the shared d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 import socket
@@ -138,6 +139,29 @@ class Client:
         return self.store.display_url
 
     # -- service background duties (shared by the workers of this client) --------------
+
+    def start_service(self) -> None:
+        """Host the service's background duties in this process: fire durable timers,
+        time out tasks, schedule retries. Call from a running event loop.
+
+        Workers do this on their own; a process without workers that must keep timers
+        firing (the Jupyter server) calls this. Several hosts on one database never fire a
+        timer twice. Undo with :meth:`stop_service`.
+        """
+        self._acquire_host()
+
+    async def stop_service(self) -> None:
+        """Stop what :meth:`start_service` started."""
+        await self._release_host()
+
+    @contextlib.asynccontextmanager
+    async def hosting_service(self) -> AsyncIterator[None]:
+        """``async with client.hosting_service():`` — :meth:`start_service` for a block."""
+        self.start_service()
+        try:
+            yield
+        finally:
+            await self.stop_service()
 
     def _acquire_host(self) -> None:
         self._host_users += 1

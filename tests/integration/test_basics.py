@@ -257,3 +257,13 @@ async def test_list_filter_by_type_and_status(client: Client, task_queue: str) -
         completed = [r.id async for r in client.list_workflows("ExecutionStatus = 'Completed'")]
         assert done.id in completed and waiting.id not in completed
         await waiting.terminate()
+
+
+async def test_a_process_without_workers_can_host_the_timers(client: Client, task_queue: str) -> None:
+    """A worker that does not host the service (run_service=False) relies on another host."""
+    async with client.hosting_service():
+        async with Worker(client, task_queue=task_queue, workflows=[TimerWF], run_service=False):
+            result = await client.execute_workflow(
+                TimerWF.run, 0.2, id="hs-" + uuid.uuid4().hex, task_queue=task_queue
+            )
+    assert result == "timer done"
