@@ -165,7 +165,8 @@ def start_attempt(tx: StoreTx, act: Row, identity: str, now: float) -> ActivityT
         request_id=request_id,
         last_heartbeat_time=None,
     )
-    tx.delete_timers(act.run_id, ("act_schedule_to_start",), act.scheduled_event_id)
+    if act.schedule_to_start:
+        tx.delete_timers(act.run_id, ("act_schedule_to_start",), act.scheduled_event_id)
     tx.insert_attempt(
         run_id=act.run_id,
         scheduled_event_id=act.scheduled_event_id,

@@ -226,8 +226,12 @@ class _BatchingWriter:
                 pass  # run them one by one below, to find the failing one
             else:
                 self.store.notifier.notify_many(wakeups)
-                for (_, _, loop, fut), result in zip(batch, results, strict=True):
-                    _deliver(loop, fut, result, None)
+                _deliver_all(
+                    [
+                        (loop, fut, result)
+                        for (_, _, loop, fut), result in zip(batch, results, strict=True)
+                    ]
+                )
                 return
         for fn, args, loop, fut in batch:
             try:
@@ -283,6 +287,25 @@ def _connection_lost(err: BaseException) -> bool:
         "08006",
         "08003",
     )
+
+
+def _deliver_all(items: list[tuple[asyncio.AbstractEventLoop | None, Any, Any]]) -> None:
+    """Hand a batch's results to their callers: one wake-up per event loop, not per result
+    (waking a loop from another thread costs a system call)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, Any]]] = {}
+    for loop, fut, result in items:
+        if loop is None:
+            fut.set_result(result)
+        elif not loop.is_closed():
+            by_loop.setdefault(loop, []).append((fut, result))
+    for loop, settled in by_loop.items():
+        loop.call_soon_threadsafe(_settle_many, settled)
+
+
+def _settle_many(items: list[tuple[asyncio.Future[Any], Any]]) -> None:
+    for fut, result in items:
+        if not fut.done():
+            fut.set_result(result)
 
 
 def _deliver(
