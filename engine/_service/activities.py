@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from types import SimpleNamespace
 from typing import Any
 
 from .._replay import commands as cmd
@@ -37,8 +38,14 @@ def _dur(seconds: float | None) -> str:
     return duration_to_json(seconds or 0.0)
 
 
-def schedule(rs: RunState, c: cmd.ScheduleActivityTask, wtc: str) -> None:
-    """Record ActivityTaskScheduled and queue the first attempt."""
+def schedule(
+    rs: RunState, c: cmd.ScheduleActivityTask, wtc: str, start_for: str | None = None
+) -> ActivityTask | None:
+    """Record ActivityTaskScheduled and queue the first attempt.
+
+    With ``start_for`` (a worker identity), the first attempt is started for that worker at
+    once (eager dispatch) and returned, instead of waiting in the queue.
+    """
     start_to_close = c.start_to_close or c.schedule_to_close
     schedule_to_start = c.schedule_to_start or c.schedule_to_close
     attrs: JsonDict = {
@@ -57,7 +64,7 @@ def schedule(rs: RunState, c: cmd.ScheduleActivityTask, wtc: str) -> None:
     sched = rs.add_event("ActivityTaskScheduled", attrs)
     c.scheduled_event_id = sched
     now = rs.now
-    rs.tx.insert_activity_task(
+    values: dict[str, Any] = dict(
         run_id=rs.run_id,
         scheduled_event_id=sched,
         namespace=rs.namespace,
@@ -85,6 +92,15 @@ def schedule(rs: RunState, c: cmd.ScheduleActivityTask, wtc: str) -> None:
         last_failure=None,
         cancel_requested=False,
     )
+    started: ActivityTask | None = None
+    if start_for is not None:
+        # Written as started straight away: one insert instead of insert, read, update.
+        values.update(state=ACT_STARTED, started_time=now, identity=start_for)
+        values["request_id"] = str(uuid.uuid4())
+        rs.tx.insert_activity_task(**values)
+        started = start_attempt(rs.tx, SimpleNamespace(**values), start_for, now, marked=True)
+    else:
+        rs.tx.insert_activity_task(**values)
     if c.schedule_to_close:
         add_timer(
             rs.tx,
@@ -96,7 +112,7 @@ def schedule(rs: RunState, c: cmd.ScheduleActivityTask, wtc: str) -> None:
             now + c.schedule_to_close,
             None,
         )
-    if schedule_to_start:
+    if schedule_to_start and started is None:
         add_timer(
             rs.tx,
             rs.now,
@@ -107,7 +123,9 @@ def schedule(rs: RunState, c: cmd.ScheduleActivityTask, wtc: str) -> None:
             now + schedule_to_start,
             None,
         )
-    rs.tx.wake(activity_channel(rs.namespace, c.task_queue))
+    if started is None:
+        rs.tx.wake(activity_channel(rs.namespace, c.task_queue))
+    return started
 
 
 def request_cancel(rs: RunState, c: cmd.RequestCancelActivityTask, wtc: str, identity: str) -> None:
@@ -153,19 +171,25 @@ def claim(
     return tasks
 
 
-def start_attempt(tx: StoreTx, act: Row, identity: str, now: float) -> ActivityTask:
-    """Mark an attempt started, record it, and arm its timeouts."""
-    request_id = str(uuid.uuid4())
-    tx.update_activity_task(
-        act.run_id,
-        act.scheduled_event_id,
-        state=ACT_STARTED,
-        started_time=now,
-        identity=identity,
-        request_id=request_id,
-        last_heartbeat_time=None,
-    )
-    if act.schedule_to_start:
+def start_attempt(
+    tx: StoreTx, act: Row, identity: str, now: float, *, marked: bool = False
+) -> ActivityTask:
+    """Mark an attempt started (unless the row already says so), record it, and arm its
+    timeouts."""
+    if marked:
+        request_id = str(act.request_id)
+    else:
+        request_id = str(uuid.uuid4())
+        tx.update_activity_task(
+            act.run_id,
+            act.scheduled_event_id,
+            state=ACT_STARTED,
+            started_time=now,
+            identity=identity,
+            request_id=request_id,
+            last_heartbeat_time=None,
+        )
+    if act.schedule_to_start and not marked:
         tx.delete_timers(act.run_id, ("act_schedule_to_start",), act.scheduled_event_id)
     tx.insert_attempt(
         run_id=act.run_id,

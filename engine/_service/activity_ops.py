@@ -80,9 +80,13 @@ class ActivityOps:
         def fn(tx: StoreTx) -> WorkflowTask | None:
             rs = self._run_for_activity(tx, task)
             record(rs, activities.current(rs, task.token), value)
-            rs.flush()
             if eager is None or task.run_id not in eager.cached or not rs.is_open:
+                rs.flush()
                 return None
+            if rs.wft_wanted:
+                # Schedule now (not at flush) so the task can be started in this same write.
+                rs.schedule_workflow_task()
+                rs.wft_wanted = False
             wft = rs.workflow_task()
             if (
                 wft is None
@@ -91,6 +95,7 @@ class ActivityOps:
                 or wft.visible_at > rs.now
                 or rs.task_queue != eager.task_queue
             ):
+                rs.flush()
                 return None
             started = self._start_task(rs, eager.identity, eager.cached)
             # Taken here: pollers of the queue need not wake for it.

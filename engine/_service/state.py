@@ -107,6 +107,12 @@ class RunState:
         self._closed_with: tuple[WorkflowExecutionStatus, JsonDict] | None = None
         #: Set when a failing run is retried: (failure, backoff seconds).
         self.retry: tuple[JsonDict, float] | None = None
+        # Eager dispatch while a completed task's commands are applied.
+        self.eager_budget = 0
+        self.eager_queue = ""
+        self.eager_identity = ""
+        self.eager_same_queue = 0
+        self.eager_started: list[Any] = []
         #: Work to do once all of a task's commands are recorded (child starts, ...).
         self.after_commands: list[Callable[[], None]] = []
 

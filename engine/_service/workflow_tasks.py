@@ -13,7 +13,7 @@ from typing import Any
 from .._replay import commands as cmd
 from .._replay.events import HistoryEvent
 from .._store.gateway import Store
-from .._store.schema import ACT_SCHEDULED, WFT_SCHEDULED, WFT_STARTED
+from .._store.schema import WFT_SCHEDULED, WFT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import (
     RetryPolicy,
@@ -283,6 +283,9 @@ class WorkflowTaskOps:
             },
         )
         continue_as_new: cmd.ContinueAsNewWorkflowExecution | None = None
+        rs.eager_budget = eager_activities
+        rs.eager_queue = task.task_queue
+        rs.eager_identity = identity
         for command in commands:
             if not rs.is_open:
                 break
@@ -322,22 +325,10 @@ class WorkflowTaskOps:
             self._start_continued(tx, rs, continue_as_new, identity)
         elif rs.retry is not None:
             self._start_retry(tx, rs, identity)
-        started: list[ActivityTask] = []
-        if eager_activities > 0 and rs.is_open:
-            same_queue = [
-                c
-                for c in commands
-                if isinstance(c, cmd.ScheduleActivityTask)
-                and c.task_queue == task.task_queue
-                and c.scheduled_event_id
-            ]
-            for command in same_queue[:eager_activities]:
-                act = tx.get_activity_task(task.run_id, command.scheduled_event_id)
-                if act is not None and act.state == ACT_SCHEDULED:
-                    started.append(activities.start_attempt(tx, act, identity, rs.now))
-            if len(started) == len(same_queue):
-                # Nothing left for pollers of the queue: do not wake them for nothing.
-                tx.wakeups.discard(activity_channel(task.namespace, task.task_queue))
+        started = rs.eager_started
+        if started and len(started) == rs.eager_same_queue:
+            # Nothing left for pollers of the queue: do not wake them for nothing.
+            tx.wakeups.discard(activity_channel(task.namespace, task.task_queue))
         return Completion(accepted=True, activities=started)
 
     def _apply_command(
@@ -345,7 +336,14 @@ class WorkflowTaskOps:
     ) -> None:
         wtc = str(completed_id)
         if isinstance(command, cmd.ScheduleActivityTask):
-            activities.schedule(rs, command, wtc)
+            eager = command.task_queue == rs.eager_queue
+            rs.eager_same_queue += eager
+            if eager and rs.eager_budget > len(rs.eager_started):
+                eager_task = activities.schedule(rs, command, wtc, start_for=rs.eager_identity)
+                assert eager_task is not None
+                rs.eager_started.append(eager_task)
+            else:
+                activities.schedule(rs, command, wtc)
         elif isinstance(command, cmd.RequestCancelActivityTask):
             activities.request_cancel(rs, command, wtc, identity)
         elif isinstance(command, cmd.StartTimer):
