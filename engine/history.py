@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -263,8 +263,3 @@ def _canonical_failure(failure: Any) -> Any:
         if new is not value:
             changed[key] = new
     return {**failure, **changed} if changed else failure
-
-
-def events_of(histories: Sequence[WorkflowHistory]) -> int:
-    """Total events across histories."""
-    return sum(len(h.events) for h in histories)

@@ -14,7 +14,7 @@ import logging
 import random as _random
 import uuid as _uuid
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
@@ -663,7 +663,3 @@ class unsafe:
     def sandbox_unrestricted() -> Iterator[None]:
         """No-op: there is no sandbox. Kept so temporalio code runs unchanged."""
         yield
-
-
-def _awaitable(x: Awaitable[T]) -> Awaitable[T]:
-    return x

@@ -362,12 +362,3 @@ def release_store(store: Store) -> None:
             if value is store:
                 del _registry[key]
     store.close()
-
-
-def forget_store(store: Store) -> None:
-    """Drop a store from the shared registry and close it."""
-    with _registry_lock:
-        for key, value in list(_registry.items()):
-            if value is store:
-                del _registry[key]
-    store.close()
