@@ -4,17 +4,29 @@ PIP = $(PYTHON) -m pip
 
 .PHONY: install install-test lab demo test check lint types unit bench
 
+# An editable install does not copy wheel data files: put the server extension's enabling
+# config where a regular `pip install durable-notebook` puts it.
+ENABLE_EXT = $(PYTHON) -c "import pathlib, shutil, sys; \
+	d = pathlib.Path(sys.prefix, 'etc', 'jupyter', 'jupyter_server_config.d'); \
+	d.mkdir(parents=True, exist_ok=True); \
+	shutil.copy('jupyter-config/jupyter_server_config.d/kernel_ext.json', d)"
+
 install:
-	$(PIP) install -q -e .
+	$(PIP) install -q -e '.[lab]'
+	$(ENABLE_EXT)
 
 install-test:
 	$(PIP) install -q -e '.[test]'
+	$(ENABLE_EXT)
 
-# Start the product on the embedded SQLite default (a demo run until the Jupyter issue lands).
+# JupyterLab on 127.0.0.1 with the engine inside (embedded SQLite under the repository).
 lab: install
-	$(PYTHON) -m engine.demo
+	$(PYTHON) -m jupyter lab --ip=127.0.0.1 --no-browser
 
-demo: lab
+# A durable workflow from a plain script, no Jupyter.
+demo:
+	$(PIP) install -q -e .
+	$(PYTHON) -m engine.demo
 
 lint:
 	ruff check engine kernel_ext widgets tests bench

@@ -259,11 +259,13 @@ async def test_list_filter_by_type_and_status(client: Client, task_queue: str) -
         await waiting.terminate()
 
 
-async def test_a_process_without_workers_can_host_the_timers(client: Client, task_queue: str) -> None:
+async def test_a_process_without_workers_can_host_the_timers(
+    client: Client, task_queue: str
+) -> None:
     """A worker that does not host the service (run_service=False) relies on another host."""
-    async with client.hosting_service():
-        async with Worker(client, task_queue=task_queue, workflows=[TimerWF], run_service=False):
-            result = await client.execute_workflow(
-                TimerWF.run, 0.2, id="hs-" + uuid.uuid4().hex, task_queue=task_queue
-            )
+    worker = Worker(client, task_queue=task_queue, workflows=[TimerWF], run_service=False)
+    async with client.hosting_service(), worker:
+        result = await client.execute_workflow(
+            TimerWF.run, 0.2, id="hs-" + uuid.uuid4().hex, task_queue=task_queue
+        )
     assert result == "timer done"

@@ -1,0 +1,119 @@
+"""The server extension app: opens the store, hosts the service's duties, wires handlers.
+
+The app only composes objects and manages their lifecycle; handlers are thin. The store is
+opened on the server's event loop (in the async start hook, or lazily on the first request
+when the server was started without running that hook, as in pytest-jupyter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Unicode, default
+
+from engine import Client
+
+from . import handlers
+
+ENV_VAR = "DURABLE_DATABASE_URL"
+
+
+class DurableExtension(ExtensionApp):
+    """durable-notebook inside the Jupyter server (``/durable/`` and ``/durable/api/v1/``)."""
+
+    name = "kernel_ext"
+    extension_url = "/durable/"
+    load_other_extensions = True
+
+    database_url = Unicode(
+        help=(
+            "SQLAlchemy URL of the durable store (SQLite or PostgreSQL). Defaults to "
+            "$DURABLE_DATABASE_URL, else sqlite:///<root_dir>/.durable/durable.db. The URL "
+            "is exported as DURABLE_DATABASE_URL to the kernels the server starts."
+        ),
+        config=True,
+    )
+
+    @default("database_url")
+    def _default_database_url(self) -> str:
+        return os.environ.get(ENV_VAR, "")
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._client: Client | None = None
+        self._connecting: asyncio.Future[Client] | None = None
+        self._hosting = False
+        self._previous_env: str | None = None
+        self._env_set = False
+        self.resolved_url = ""
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def initialize_settings(self) -> None:
+        """Resolve the store URL and export it to the kernels this server starts."""
+        url = self.database_url
+        if not url:
+            root = Path(self.serverapp.root_dir if self.serverapp else os.getcwd())
+            (root / ".durable").mkdir(parents=True, exist_ok=True)
+            url = f"sqlite:///{root / '.durable' / 'durable.db'}"
+        elif url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        self.resolved_url = url
+        # Kernels inherit the server's environment: they open the same store.
+        self._previous_env = os.environ.get(ENV_VAR)
+        os.environ[ENV_VAR] = url
+        self._env_set = True
+        self.settings["durable_extension"] = self
+        self.log.info("durable-notebook: store %s", url.split("@")[-1])
+
+    def initialize_handlers(self) -> None:
+        """Register the REST API and the web UI."""
+        self.handlers.extend(handlers.routes())
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        """Open the store and start hosting timers, timeouts and retries."""
+        await self.client()
+
+    async def client(self) -> Client:
+        """The extension's client (connected, and hosting the service's duties)."""
+        if self._client is not None:
+            return self._client
+        if self._connecting is None:
+            self._connecting = asyncio.ensure_future(self._connect())
+        return await asyncio.shield(self._connecting)
+
+    async def _connect(self) -> Client:
+        try:
+            client = await Client.connect(self.resolved_url)
+            client.start_service()
+        except BaseException:
+            self._connecting = None
+            raise
+        self._hosting = True
+        self._client = client
+        self.log.info("durable-notebook: hosting timers, timeouts and retries")
+        return client
+
+    async def stop_extension(self) -> None:
+        """Stop hosting, close the store and restore the environment."""
+        if self._connecting is not None and self._client is None:
+            try:
+                await self._connecting
+            except Exception:
+                pass
+        client, self._client, self._connecting = self._client, None, None
+        if client is not None:
+            if self._hosting:
+                self._hosting = False
+                await client.stop_service()
+            await client.close()
+        if self._env_set:
+            self._env_set = False
+            if self._previous_env is None:
+                os.environ.pop(ENV_VAR, None)
+            else:
+                os.environ[ENV_VAR] = self._previous_env

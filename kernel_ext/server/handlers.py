@@ -1,0 +1,397 @@
+"""REST API (``/durable/api/v1/``) and web UI (``/durable/``) handlers: thin, JSON in and out.
+
+Errors are ``{"error": {"code": ..., "message": ...}}``: 400 for malformed input (checked
+before anything touches the store), 404 for an unknown workflow, 409 for a workflow id
+already in use, 500 otherwise.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import enum
+import json
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from jupyter_server.utils import url_path_join
+from tornado import web
+
+from engine import Client, WorkflowAlreadyStartedError
+from engine.exceptions import InvalidArgumentError, WorkflowNotFoundError
+
+STATIC = Path(__file__).parent / "static"
+AUTH_RESOURCE = "durable"
+MAX_LIMIT = 1000
+
+
+class BadRequest(Exception):
+    """Malformed input: answered with 400 and this message."""
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.name
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return repr(value)
+
+
+def _epoch_iso(value: Any) -> Any:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, UTC).isoformat()
+    return _jsonable(value)
+
+
+def execution_json(execution: Any) -> dict[str, Any]:
+    """A listed or described run as JSON (times ISO 8601 in UTC, status by name)."""
+    data = _jsonable(execution)
+    for key in ("pending_activities", "pending_timers"):
+        for item in data.get(key, []) or []:
+            for field in ("fire_at", "last_heartbeat_time", "next_attempt_at", "scheduled_time"):
+                if field in item:
+                    item[field] = _epoch_iso(item[field])
+    wft = data.get("pending_workflow_task")
+    if isinstance(wft, dict) and "scheduled_time" in wft:
+        wft["scheduled_time"] = _epoch_iso(wft["scheduled_time"])
+    return data
+
+
+class DurableAPIHandler(APIHandler):
+    """Base of the REST handlers: the client, JSON bodies and JSON errors."""
+
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def extension(self) -> Any:
+        return self.settings["durable_extension"]
+
+    async def client(self) -> Client:
+        client: Client = await self.extension.client()
+        return client
+
+    def write_json(self, data: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(json.dumps(_jsonable(data)))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Every error as ``{"error": {"code", "message"}}``."""
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        code, message = _error_of(status_code, exc, self._reason)
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(json.dumps({"error": {"code": code, "message": message}}))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, BadRequest | InvalidArgumentError | WorkflowNotFoundError):
+            self.log.info("durable API: %s", value)
+            return
+        if isinstance(value, WorkflowAlreadyStartedError):
+            self.log.info("durable API: %s", value)
+            return
+        super().log_exception(typ, value, tb)
+
+    def send_error(self, status_code: int = 500, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        status = _status_of(exc, status_code)
+        super().send_error(status, **kwargs)
+
+    # -- input ------------------------------------------------------------------------
+
+    def body_object(self, *, allow_empty: bool = False) -> dict[str, Any]:
+        raw = self.request.body
+        if not raw.strip():
+            if allow_empty:
+                return {}
+            raise BadRequest("the request body must be a JSON object")
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as err:
+            raise BadRequest(f"the request body is not valid JSON: {err}") from None
+        if not isinstance(data, dict):
+            raise BadRequest(f"the request body must be a JSON object, not {type(data).__name__}")
+        return data
+
+    @staticmethod
+    def check_fields(
+        data: dict[str, Any], required: dict[str, type], optional: dict[str, type]
+    ) -> None:
+        unknown = sorted(set(data) - set(required) - set(optional))
+        if unknown:
+            allowed = ", ".join(sorted({*required, *optional}))
+            raise BadRequest(f"unknown field(s) {', '.join(unknown)}; expected: {allowed}")
+        for name in required:
+            if name not in data:
+                raise BadRequest(f"missing field {name!r}")
+        for name, kind in {**required, **optional}.items():
+            if name not in data:
+                continue
+            value = data[name]
+            if kind is str and (not isinstance(value, str) or not value.strip()):
+                if name in optional and isinstance(value, str):
+                    continue
+                raise BadRequest(f"field {name!r} must be a non-empty string")
+            if kind is list and not isinstance(value, list):
+                raise BadRequest(f"field {name!r} must be a JSON array (the arguments)")
+
+    def run_id_arg(self) -> str | None:
+        values = self.get_query_arguments("run_id")
+        if len(values) > 1:
+            raise BadRequest("give run_id at most once")
+        if values and not values[0].strip():
+            raise BadRequest("run_id must not be empty")
+        return values[0] if values else None
+
+    def int_arg(self, name: str, default: int, lo: int, hi: int) -> int:
+        raw = self.get_query_argument(name, None)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise BadRequest(f"{name} must be an integer (got {raw!r})") from None
+        if not lo <= value <= hi:
+            raise BadRequest(f"{name} must be between {lo} and {hi} (got {value})")
+        return value
+
+    async def existing_handle(self, workflow_id: str) -> Any:
+        """A handle to ``workflow_id`` after checking it exists (404 otherwise)."""
+        run_id = self.run_id_arg()
+        client = await self.client()
+        handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+        await handle.describe()  # raises WorkflowNotFoundError
+        return handle
+
+
+def _status_of(exc: BaseException | None, default: int) -> int:
+    if isinstance(exc, BadRequest | InvalidArgumentError):
+        return 400
+    if isinstance(exc, WorkflowNotFoundError):
+        return 404
+    if isinstance(exc, WorkflowAlreadyStartedError):
+        return 409
+    return default
+
+
+def _error_of(status: int, exc: BaseException | None, reason: str) -> tuple[str, str]:
+    if isinstance(exc, BadRequest):
+        return "bad_request", str(exc)
+    if isinstance(exc, InvalidArgumentError):
+        return "invalid_argument", str(exc)
+    if isinstance(exc, WorkflowNotFoundError):
+        return "not_found", str(exc)
+    if isinstance(exc, WorkflowAlreadyStartedError):
+        return "already_started", str(exc)
+    if isinstance(exc, web.HTTPError):
+        return {
+            401: "unauthorized",
+            403: "forbidden",
+            404: "not_found",
+            405: "method_not_allowed",
+        }.get(status, "http_error"), exc.log_message or reason
+    if exc is not None:
+        return type(exc).__name__, str(exc) or "".join(traceback.format_exception_only(exc)).strip()
+    return "http_error", reason
+
+
+class WorkflowsHandler(DurableAPIHandler):
+    """``GET workflows?query=&limit=&page=`` lists runs; ``POST workflows`` starts one."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        query = self.get_query_argument("query", "").strip() or None
+        limit = self.int_arg("limit", 50, 1, MAX_LIMIT)
+        page = self.int_arg("page", 0, 0, 10_000)
+        client = await self.client()
+        wanted = limit * (page + 1) + 1
+        rows = [row async for row in client.list_workflows(query, limit=wanted)]
+        items = rows[limit * page : limit * (page + 1)]
+        self.write_json(
+            {
+                "executions": [execution_json(r) for r in items],
+                "page": page,
+                "limit": limit,
+                "next_page": page + 1 if len(rows) > limit * (page + 1) else None,
+            }
+        )
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        data = self.body_object()
+        self.check_fields(
+            data,
+            {"workflow_type": str, "workflow_id": str, "task_queue": str},
+            {"args": list},
+        )
+        client = await self.client()
+        handle = await client.start_workflow(
+            data["workflow_type"],
+            id=data["workflow_id"],
+            task_queue=data["task_queue"],
+            args=data.get("args", []),
+        )
+        self.set_header(
+            "Location",
+            url_path_join(self.base_url, "durable/api/v1/workflows", data["workflow_id"]),
+        )
+        self.write_json({"workflow_id": handle.id, "run_id": handle.result_run_id}, 201)
+
+
+class WorkflowHandler(DurableAPIHandler):
+    """``GET workflows/{id}[?run_id=]``: describe, with pending activities and timers."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, workflow_id: str) -> None:
+        client = await self.client()
+        handle = client.get_workflow_handle(workflow_id, run_id=self.run_id_arg())
+        self.write_json(execution_json(await handle.describe()))
+
+
+class HistoryHandler(DurableAPIHandler):
+    """``GET workflows/{id}/history``: the history in Temporal's JSON."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, workflow_id: str) -> None:
+        client = await self.client()
+        handle = client.get_workflow_handle(workflow_id, run_id=self.run_id_arg())
+        history = await handle.fetch_history()
+        self.write_json(history.to_json_dict())
+
+
+class AttemptsHandler(DurableAPIHandler):
+    """``GET workflows/{id}/attempts``: every activity attempt of the run."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, workflow_id: str) -> None:
+        client = await self.client()
+        handle = client.get_workflow_handle(workflow_id, run_id=self.run_id_arg())
+        self.write_json({"attempts": await handle.fetch_attempts()})
+
+
+class SignalHandler(DurableAPIHandler):
+    """``POST workflows/{id}/signal`` with ``{name, args}``."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, workflow_id: str) -> None:
+        data = self.body_object()
+        self.check_fields(data, {"name": str}, {"args": list})
+        handle = await self.existing_handle(workflow_id)
+        await handle.signal(data["name"], args=data.get("args", []))
+        self.write_json({"ok": True}, 202)
+
+
+class QueryHandler(DurableAPIHandler):
+    """``POST workflows/{id}/query`` with ``{name, args}`` → ``{result}``."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, workflow_id: str) -> None:
+        data = self.body_object()
+        self.check_fields(data, {"name": str}, {"args": list})
+        handle = await self.existing_handle(workflow_id)
+        result = await handle.query(data["name"], args=data.get("args", []))
+        self.write_json({"result": result})
+
+
+class CancelHandler(DurableAPIHandler):
+    """``POST workflows/{id}/cancel`` with an optional ``{reason}``."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, workflow_id: str) -> None:
+        data = self.body_object(allow_empty=True)
+        self.check_fields(data, {}, {"reason": str})
+        handle = await self.existing_handle(workflow_id)
+        await handle.cancel(data.get("reason", ""))
+        self.write_json({"ok": True}, 202)
+
+
+class TerminateHandler(DurableAPIHandler):
+    """``POST workflows/{id}/terminate`` with an optional ``{reason}``."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, workflow_id: str) -> None:
+        data = self.body_object(allow_empty=True)
+        self.check_fields(data, {}, {"reason": str})
+        handle = await self.existing_handle(workflow_id)
+        await handle.terminate(reason=data.get("reason") or None)
+        self.write_json({"ok": True})
+
+
+class UnknownAPIHandler(DurableAPIHandler):
+    """Anything else under the API prefix: a JSON 404 (not Jupyter's HTML page)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, *args: Any) -> None:
+        raise web.HTTPError(404, f"no such endpoint: GET {self.request.path}")
+
+    @web.authenticated
+    @authorized
+    async def post(self, *args: Any) -> None:
+        raise web.HTTPError(404, f"no such endpoint: POST {self.request.path}")
+
+
+class PageHandler(JupyterHandler):
+    """``/durable/``: the web UI page (after Jupyter's login, or ``?token=``)."""
+
+    auth_resource = AUTH_RESOURCE
+
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        page = (STATIC / "index.html").read_text(encoding="utf-8")
+        base = url_path_join(self.base_url, "durable/")
+        page = page.replace("{{base}}", _attr(base)).replace(
+            "{{xsrf}}", _attr(self.xsrf_token.decode("ascii"))
+        )
+        self.set_header("Content-Type", "text/html; charset=UTF-8")
+        self.set_header("Cache-Control", "no-store")
+        self.finish(page)
+
+
+def _attr(value: str) -> str:
+    return (
+        value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    )
+
+
+def routes() -> list[tuple[str, Any, dict[str, Any]] | tuple[str, Any]]:
+    """URL patterns (relative to the server's base URL)."""
+    wid = r"(?P<workflow_id>[^/]+)"
+    api = r"/durable/api/v1"
+    return [
+        (rf"{api}/workflows/?", WorkflowsHandler),
+        (rf"{api}/workflows/{wid}/history/?", HistoryHandler),
+        (rf"{api}/workflows/{wid}/attempts/?", AttemptsHandler),
+        (rf"{api}/workflows/{wid}/signal/?", SignalHandler),
+        (rf"{api}/workflows/{wid}/query/?", QueryHandler),
+        (rf"{api}/workflows/{wid}/cancel/?", CancelHandler),
+        (rf"{api}/workflows/{wid}/terminate/?", TerminateHandler),
+        (rf"{api}/workflows/{wid}/?", WorkflowHandler),
+        (rf"{api}(/.*)?", UnknownAPIHandler),
+        (r"/durable", web.RedirectHandler, {"url": "durable/"}),
+        (r"/durable/", PageHandler),
+        (r"/durable/static/(.*)", web.StaticFileHandler, {"path": str(STATIC)}),
+    ]

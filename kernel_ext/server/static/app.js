@@ -1,0 +1,632 @@
+// The durable-notebook web UI: execution list and execution page over /durable/api/v1/.
+// No build step: a plain ES module. Views are rebuilt from data with DOM calls (never
+// innerHTML with data), and only when the data changed, so live refresh keeps focus.
+
+const BASE = document.body.dataset.base || "./";
+const API = `${BASE}api/v1/`;
+const TOKEN = new URLSearchParams(location.search).get("token");
+const REFRESH_MS = 2000;
+const PAGE_SIZE = 50;
+
+// -- talking to the server -------------------------------------------------------------
+
+function xsrfToken() {
+  const match = document.cookie.match(/(?:^|;\s*)_xsrf=([^;]*)/);
+  return match ? decodeURIComponent(match[1]) : document.body.dataset.xsrf || "";
+}
+
+export async function api(path, { method = "GET", body, params } = {}) {
+  const url = new URL(API + path, location.href);
+  for (const [k, v] of Object.entries(params || {})) {
+    if (v !== undefined && v !== null && v !== "") url.searchParams.set(k, v);
+  }
+  const headers = { Accept: "application/json" };
+  // With ?token= in the page URL, pass it on; otherwise the login cookie is enough for
+  // GETs, and POSTs carry the XSRF token jupyter_server checks.
+  if (TOKEN) headers.Authorization = `token ${TOKEN}`;
+  if (method !== "GET") {
+    headers["X-XSRFToken"] = xsrfToken();
+    headers["Content-Type"] = "application/json";
+  }
+  const response = await fetch(url, {
+    method,
+    headers,
+    credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    const message = data?.error?.message || `${response.status} ${response.statusText}`;
+    const err = new Error(message);
+    err.status = response.status;
+    throw err;
+  }
+  return data;
+}
+
+// -- small DOM helpers -----------------------------------------------------------------
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const $ = (sel) => document.querySelector(sel);
+
+function showError(message) {
+  const box = $("#error");
+  if (!message) {
+    box.hidden = true;
+    box.textContent = "";
+    return;
+  }
+  box.textContent = message;
+  box.hidden = false;
+}
+
+// -- formatting ------------------------------------------------------------------------
+
+function fmtTime(iso) {
+  if (!iso) return "—";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  return d.toLocaleString(undefined, {
+    year: "numeric", month: "short", day: "2-digit",
+    hour: "2-digit", minute: "2-digit", second: "2-digit",
+  });
+}
+
+function timeCell(iso, extra = {}) {
+  return el("td", extra, iso ? el("time", { datetime: iso, title: iso }, fmtTime(iso)) : "—");
+}
+
+export function fmtDuration(ms) {
+  if (ms === null || ms === undefined || Number.isNaN(ms)) return "—";
+  const neg = ms < 0;
+  ms = Math.abs(ms);
+  let out;
+  if (ms < 1000) out = `${Math.round(ms)} ms`;
+  else if (ms < 60_000) out = `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  else if (ms < 3_600_000) out = `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+  else if (ms < 86_400_000) out = `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`;
+  else out = `${Math.floor(ms / 86_400_000)} d ${Math.round((ms % 86_400_000) / 3_600_000)} h`;
+  return neg ? `-${out}` : out;
+}
+
+function statusBadge(status) {
+  return el("span", { class: `status ${status}` }, (status || "").replace("_", " "));
+}
+
+function shortType(eventType) {
+  return (eventType || "").replace(/^EVENT_TYPE_/, "");
+}
+
+function b64decode(text) {
+  const bytes = Uint8Array.from(atob(text || ""), (c) => c.charCodeAt(0));
+  return new TextDecoder().decode(bytes);
+}
+
+/** Decode a Temporal payload (json/plain) into a value; other encodings are described. */
+export function decodePayload(payload) {
+  try {
+    const encoding = b64decode(payload?.metadata?.encoding || "");
+    if (encoding === "json/plain") return JSON.parse(b64decode(payload.data));
+    if (encoding === "binary/null") return null;
+    return `<${encoding || "unknown"} payload>`;
+  } catch {
+    return "<undecodable payload>";
+  }
+}
+
+function payloadsText(p) {
+  const list = p?.payloads;
+  if (!list || !list.length) return "";
+  return truncate(list.map((x) => JSON.stringify(decodePayload(x))).join(", "), 200);
+}
+
+function truncate(text, n) {
+  return text.length > n ? `${text.slice(0, n - 1)}…` : text;
+}
+
+/** One line describing an event's attributes: payloads decoded, ids and names kept. */
+export function describeAttributes(attrs) {
+  if (!attrs) return "";
+  const parts = [];
+  for (const [key, value] of Object.entries(attrs)) {
+    if (["identity", "requestId", "header", "sdkMetadata", "meteringMetadata"].includes(key)) continue;
+    if (value === null || value === undefined || value === "") continue;
+    if (value && typeof value === "object" && Array.isArray(value.payloads)) {
+      parts.push(`${key}: ${payloadsText(value)}`);
+    } else if (key === "failure" || key === "lastFailure") {
+      parts.push(`${key}: ${value.message || JSON.stringify(value)}`);
+    } else if (value && typeof value === "object" && "name" in value && Object.keys(value).length <= 2) {
+      parts.push(`${key}: ${value.name}`);
+    } else if (typeof value === "object") {
+      const text = JSON.stringify(value);
+      if (text !== "{}" && text !== "[]") parts.push(`${key}: ${truncate(text, 120)}`);
+    } else {
+      parts.push(`${key}: ${value}`);
+    }
+  }
+  return parts.join(" · ");
+}
+
+function attrsOf(event) {
+  const key = Object.keys(event).find((k) => k.endsWith("EventAttributes"));
+  return key ? event[key] : {};
+}
+
+// -- pure view model: history → compact rows and timeline lanes --------------------------
+
+const CLOSE_OUTCOMES = {
+  WORKFLOW_EXECUTION_COMPLETED: "completed",
+  WORKFLOW_EXECUTION_FAILED: "failed",
+  WORKFLOW_EXECUTION_CANCELED: "canceled",
+  WORKFLOW_EXECUTION_TERMINATED: "terminated",
+  WORKFLOW_EXECUTION_TIMED_OUT: "timed out",
+  WORKFLOW_EXECUTION_CONTINUED_AS_NEW: "continued as new",
+};
+
+/** One row per workflow step (activity, timer, signal, child, marker, failure). */
+export function compactRows(events) {
+  const rows = [];
+  const byScheduled = new Map();
+  const timers = new Map();
+  const children = new Map();
+  for (const event of events) {
+    const type = shortType(event.eventType);
+    const a = attrsOf(event);
+    const id = Number(event.eventId);
+    const time = event.eventTime;
+    if (type === "WORKFLOW_EXECUTION_STARTED") {
+      rows.push({ kind: "Workflow", name: a.workflowType?.name, ids: [id], start: time,
+        end: null, outcome: "started", details: `input: ${payloadsText(a.input) || "—"}` });
+    } else if (type === "ACTIVITY_TASK_SCHEDULED") {
+      const row = { kind: "Activity", name: a.activityType?.name, key: `activity-${id}`,
+        activityId: a.activityId, ids: [id], start: time, end: null, outcome: "scheduled",
+        attempt: 1, details: `input: ${payloadsText(a.input) || "—"}` };
+      byScheduled.set(id, row);
+      rows.push(row);
+    } else if (type.startsWith("ACTIVITY_TASK_")) {
+      const row = byScheduled.get(Number(a.scheduledEventId));
+      if (!row) continue;
+      row.ids.push(id);
+      if (type === "ACTIVITY_TASK_STARTED") {
+        row.outcome = "started";
+        row.attempt = a.attempt || row.attempt;
+        if (a.lastFailure) row.details = `last failure: ${a.lastFailure.message}`;
+      } else if (type === "ACTIVITY_TASK_CANCEL_REQUESTED") {
+        row.outcome = "cancel requested";
+      } else {
+        row.end = time;
+        row.outcome = type.replace("ACTIVITY_TASK_", "").toLowerCase().replace("_", " ");
+        if (a.result) row.details = `result: ${payloadsText(a.result) || "—"}`;
+        if (a.failure) row.details = `failure: ${a.failure.message}`;
+      }
+    } else if (type === "TIMER_STARTED") {
+      const row = { kind: "Timer", name: `timer ${a.timerId}`, key: `timer-${a.timerId}`,
+        ids: [id], start: time, end: null, outcome: "started",
+        details: `fires after ${a.startToFireTimeout}` };
+      timers.set(String(a.timerId), row);
+      rows.push(row);
+    } else if (type === "TIMER_FIRED" || type === "TIMER_CANCELED") {
+      const row = timers.get(String(a.timerId));
+      if (!row) continue;
+      row.ids.push(id);
+      row.end = time;
+      row.outcome = type === "TIMER_FIRED" ? "fired" : "canceled";
+    } else if (type === "WORKFLOW_EXECUTION_SIGNALED") {
+      rows.push({ kind: "Signal", name: a.signalName, ids: [id], start: time, end: time,
+        outcome: "received", details: `input: ${payloadsText(a.input) || "—"}` });
+    } else if (type === "MARKER_RECORDED") {
+      rows.push({ kind: "Marker", name: a.markerName, ids: [id], start: time, end: time,
+        outcome: "recorded", details: "" });
+    } else if (type === "WORKFLOW_TASK_FAILED" || type === "WORKFLOW_TASK_TIMED_OUT") {
+      rows.push({ kind: "Workflow task", name: a.cause || "", ids: [id], start: time, end: time,
+        outcome: type === "WORKFLOW_TASK_FAILED" ? "failed" : "timed out",
+        details: a.failure?.message || "" });
+    } else if (type === "START_CHILD_WORKFLOW_EXECUTION_INITIATED") {
+      const row = { kind: "Child workflow", name: `${a.workflowType?.name} (${a.workflowId})`,
+        key: `child-${id}`, ids: [id], start: time, end: null, outcome: "initiated", details: "" };
+      children.set(id, row);
+      rows.push(row);
+    } else if (type.startsWith("CHILD_WORKFLOW_EXECUTION_")) {
+      const row = children.get(Number(a.initiatedEventId));
+      if (!row) continue;
+      row.ids.push(id);
+      row.outcome = type.replace("CHILD_WORKFLOW_EXECUTION_", "").toLowerCase().replace("_", " ");
+      if (type !== "CHILD_WORKFLOW_EXECUTION_STARTED") row.end = time;
+    } else if (type === "WORKFLOW_EXECUTION_CANCEL_REQUESTED") {
+      rows.push({ kind: "Cancel request", name: a.cause || "", ids: [id], start: time, end: time,
+        outcome: "requested", details: a.identity || "" });
+    } else if (CLOSE_OUTCOMES[type]) {
+      const details = a.result ? `result: ${payloadsText(a.result) || "—"}`
+        : a.failure ? `failure: ${a.failure.message}` : a.reason ? `reason: ${a.reason}` : "";
+      const first = rows.find((r) => r.kind === "Workflow");
+      if (first) {
+        first.end = time;
+        first.outcome = CLOSE_OUTCOMES[type];
+        first.ids.push(id);
+      }
+      rows.push({ kind: "Workflow closed", name: CLOSE_OUTCOMES[type], ids: [id], start: time,
+        end: time, outcome: CLOSE_OUTCOMES[type], details });
+    }
+  }
+  return rows;
+}
+
+/** Timeline lanes: the workflow, each activity (with its attempts) and each timer. */
+export function timelineLanes(events, attempts) {
+  const rows = compactRows(events).filter((r) => ["Workflow", "Activity", "Timer", "Child workflow"].includes(r.kind));
+  const bySched = new Map();
+  for (const at of attempts || []) {
+    const list = bySched.get(at.scheduled_event_id) || [];
+    list.push(at);
+    bySched.set(at.scheduled_event_id, list);
+  }
+  return rows.map((r) => ({
+    label: r.kind === "Activity" ? `${r.name} #${r.activityId}` : r.kind === "Workflow" ? `workflow ${r.name}` : r.name,
+    kind: r.kind,
+    start: r.start,
+    end: r.end,
+    outcome: r.outcome,
+    attempts: r.kind === "Activity" ? (bySched.get(r.ids[0]) || []) : [],
+  }));
+}
+
+// -- list view -------------------------------------------------------------------------
+
+const state = {
+  route: null,
+  listKey: "",
+  detailKey: "",
+  historyKey: "",
+  historyView: "compact",
+  refreshing: false,
+  lastDetail: null,
+};
+
+function parseRoute() {
+  const hash = location.hash.replace(/^#/, "") || "/";
+  const [path, qs] = hash.split("?");
+  const params = new URLSearchParams(qs || "");
+  const m = path.match(/^\/workflows\/(.+)$/);
+  if (m) {
+    return { view: "detail", id: decodeURIComponent(m[1]), runId: params.get("run_id") || "" };
+  }
+  return { view: "list", query: params.get("query") || "", page: Number(params.get("page") || 0) };
+}
+
+export function detailHref(id, runId) {
+  const qs = runId ? `?run_id=${encodeURIComponent(runId)}` : "";
+  return `#/workflows/${encodeURIComponent(id)}${qs}`;
+}
+
+function listHref(query, page) {
+  const params = new URLSearchParams();
+  if (query) params.set("query", query);
+  if (page) params.set("page", String(page));
+  const qs = params.toString();
+  return `#/${qs ? `?${qs}` : ""}`;
+}
+
+async function refreshList() {
+  const { query, page } = state.route;
+  const data = await api("workflows", { params: { query, limit: PAGE_SIZE, page } });
+  const key = JSON.stringify(data);
+  if (key === state.listKey) return;
+  state.listKey = key;
+  const tbody = $("#executions tbody");
+  const rows = data.executions.map((e) =>
+    el("tr", {},
+      el("td", {}, statusBadge(e.status)),
+      el("td", { class: "mono" }, el("a", { href: detailHref(e.id, e.run_id) }, e.id)),
+      el("td", {}, e.workflow_type),
+      el("td", {}, e.task_queue),
+      timeCell(e.start_time),
+      timeCell(e.close_time),
+      el("td", { class: "num" }, e.history_length)));
+  if (!rows.length) {
+    rows.push(el("tr", { class: "empty" },
+      el("td", { colspan: 7 }, query ? "No executions match this filter." : "No executions yet.")));
+  }
+  tbody.replaceChildren(...rows);
+  $("#list-caption").textContent =
+    `${data.executions.length} execution${data.executions.length === 1 ? "" : "s"}` +
+    `${query ? ` matching ${query}` : ""}, newest first (page ${page + 1})`;
+  $("#prev-page").disabled = page <= 0;
+  $("#next-page").disabled = data.next_page === null;
+  $("#page-label").textContent = `Page ${page + 1}`;
+}
+
+// -- detail view -----------------------------------------------------------------------
+
+async function refreshDetail() {
+  const { id, runId } = state.route;
+  const params = runId ? { run_id: runId } : {};
+  const path = `workflows/${encodeURIComponent(id)}`;
+  const [desc, history, attempts] = await Promise.all([
+    api(path, { params }),
+    api(`${path}/history`, { params }),
+    api(`${path}/attempts`, { params }),
+  ]);
+  const key = JSON.stringify([desc, history.events.length, attempts]);
+  state.lastDetail = { desc, history, attempts: attempts.attempts };
+  if (key !== state.detailKey) {
+    state.detailKey = key;
+    renderSummary(desc);
+    renderPending(desc);
+    renderTimeline(history.events, attempts.attempts, desc);
+  }
+  renderHistory();
+}
+
+function renderSummary(d) {
+  $("#detail-title").textContent = `Workflow ${d.id}`;
+  document.title = `${d.id} · Durable executions`;
+  const items = [
+    ["Status", statusBadge(d.status)],
+    ["Type", d.workflow_type],
+    ["Run id", el("span", { class: "mono" }, d.run_id)],
+    ["Task queue", d.task_queue],
+    ["Started", el("time", { datetime: d.start_time, title: d.start_time }, fmtTime(d.start_time))],
+    ["Closed", d.close_time ? el("time", { datetime: d.close_time, title: d.close_time }, fmtTime(d.close_time)) : "—"],
+    ["Duration", fmtDuration((d.close_time ? new Date(d.close_time) : new Date()) - new Date(d.start_time))],
+    ["History", `${d.history_length} events, ${d.history_size_bytes} bytes`],
+    ["Share", el("a", { href: detailHref(d.id, d.run_id) }, "Link to this run")],
+  ];
+  if (d.pending_workflow_task && d.pending_workflow_task.attempt > 1) {
+    items.splice(2, 0, ["Workflow task", `${d.pending_workflow_task.state}, attempt ${d.pending_workflow_task.attempt} (failing)`]);
+  }
+  if (d.continued_as_new_run_id) {
+    items.push(["Continued as", el("a", { href: detailHref(d.id, d.continued_as_new_run_id) }, d.continued_as_new_run_id)]);
+  }
+  $("#summary").replaceChildren(...items.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  const open = d.status === "RUNNING";
+  $("#cancel-run").disabled = !open;
+  $("#terminate-run").disabled = !open;
+}
+
+function renderPending(d) {
+  const acts = d.pending_activities || [];
+  const rows = acts.map((a) =>
+    el("tr", {},
+      el("td", { class: "mono" }, a.activity_id),
+      el("td", {}, a.activity_type),
+      el("td", {}, a.state + (a.cancel_requested ? " (cancel requested)" : "")),
+      el("td", { class: "num" }, a.attempt),
+      el("td", { class: "details" }, a.last_failure ? a.last_failure.message || JSON.stringify(a.last_failure) : "—"),
+      timeCell(a.next_attempt_at),
+      timeCell(a.last_heartbeat_time)));
+  if (!rows.length) rows.push(el("tr", { class: "empty" }, el("td", { colspan: 7 }, "No pending activities.")));
+  $("#pending tbody").replaceChildren(...rows);
+
+  const timers = d.pending_timers || [];
+  const trows = timers.map((t) =>
+    el("tr", {},
+      el("td", { class: "mono" }, t.timer_id),
+      timeCell(t.fire_at),
+      el("td", {}, fmtDuration(new Date(t.fire_at) - new Date()))));
+  if (!trows.length) trows.push(el("tr", { class: "empty" }, el("td", { colspan: 3 }, "No pending timers.")));
+  $("#timers tbody").replaceChildren(...trows);
+}
+
+const COLORS = {
+  completed: "#1a7f37", fired: "#1a7f37", failed: "#cf222e", "timed out": "#57606a",
+  timed_out: "#57606a", canceled: "#9a6700", terminated: "#6e40c9", running: "#0969da",
+  started: "#0969da", scheduled: "#8c959f", initiated: "#8c959f",
+};
+
+function renderTimeline(events, attempts, desc) {
+  const lanes = timelineLanes(events, attempts);
+  const box = $("#timeline");
+  if (!lanes.length) {
+    box.replaceChildren(el("p", { class: "muted" }, "Nothing to draw yet."));
+    return;
+  }
+  const now = Date.now();
+  const t0 = new Date(desc.start_time).getTime();
+  let t1 = desc.close_time ? new Date(desc.close_time).getTime() : now;
+  for (const l of lanes) if (l.end) t1 = Math.max(t1, new Date(l.end).getTime());
+  const span = Math.max(t1 - t0, 1);
+  const W = 1000, LABEL = 200, LANE = 24, TOP = 22;
+  const H = TOP + lanes.length * LANE + 6;
+  const x = (t) => LABEL + ((t - t0) / span) * (W - LABEL - 10);
+  const children = [];
+  for (let i = 0; i <= 4; i++) {
+    const t = t0 + (span * i) / 4;
+    children.push(svg("line", { class: "axis", x1: x(t), x2: x(t), y1: TOP - 4, y2: H }));
+    children.push(svg("text", { class: "tick", x: x(t), y: 14, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" },
+      `+${fmtDuration(t - t0)}`));
+  }
+  lanes.forEach((lane, i) => {
+    const y = TOP + i * LANE;
+    children.push(svg("text", { class: "lane-label", x: 4, y: y + 15 }, truncate(lane.label || "", 28)));
+    const start = new Date(lane.start).getTime();
+    const end = lane.end ? new Date(lane.end).getTime() : now;
+    const color = COLORS[lane.outcome] || "#8c959f";
+    const describe = `${lane.label}: ${lane.outcome}, ${fmtDuration(end - start)}`;
+    if (lane.attempts.length) {
+      // The whole activity (including waits between attempts) as a thin line.
+      children.push(svg("line", { x1: x(start), x2: Math.max(x(end), x(start) + 1), y1: y + 11, y2: y + 11,
+        stroke: "#8c959f", "stroke-width": 2 }, svg("title", {}, describe)));
+      for (const at of lane.attempts) {
+        const s = new Date(at.started_time || at.scheduled_time).getTime();
+        const e = at.ended_time ? new Date(at.ended_time).getTime() : now;
+        const c = COLORS[at.outcome] || "#8c959f";
+        const fail = at.failure?.message ? ` — ${at.failure.message}` : "";
+        children.push(svg("rect", { x: x(s), y: y + 4, width: Math.max(x(e) - x(s), 3), height: 14, rx: 2, fill: c },
+          svg("title", {}, `attempt ${at.attempt}: ${at.outcome}, ${fmtDuration(e - s)}${fail}`)));
+      }
+    } else {
+      children.push(svg("rect", { x: x(start), y: y + 4, width: Math.max(x(end) - x(start), 3), height: 14, rx: 2,
+        fill: color, "fill-opacity": lane.kind === "Workflow" ? 0.35 : 0.9 }, svg("title", {}, describe)));
+    }
+  });
+  const summary = `Timeline of ${lanes.length} lanes over ${fmtDuration(span)}`;
+  box.replaceChildren(svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": summary }, children));
+}
+
+function renderHistory() {
+  const detail = state.lastDetail;
+  if (!detail) return;
+  const key = `${state.historyView}:${detail.history.events.length}:${detail.desc.status}`;
+  if (key === state.historyKey) return;
+  state.historyKey = key;
+  for (const b of document.querySelectorAll(".tabs button")) {
+    b.setAttribute("aria-pressed", String(b.dataset.view === state.historyView));
+  }
+  const events = detail.history.events;
+  const box = $("#history");
+  if (state.historyView === "json") {
+    box.replaceChildren(el("pre", { class: "json", tabindex: 0, "aria-label": "History as JSON" },
+      JSON.stringify(detail.history, null, 2)));
+    return;
+  }
+  if (state.historyView === "full") {
+    const rows = events.map((e) =>
+      el("tr", {},
+        el("td", { class: "num" }, e.eventId),
+        timeCell(e.eventTime),
+        el("td", { class: "mono" }, shortType(e.eventType)),
+        el("td", { class: "details" }, describeAttributes(attrsOf(e)))));
+    box.replaceChildren(el("table", { class: "grid" },
+      el("caption", {}, `All ${events.length} events`),
+      el("thead", {}, el("tr", {},
+        el("th", { scope: "col", class: "num" }, "Id"), el("th", { scope: "col" }, "Time"),
+        el("th", { scope: "col" }, "Event"), el("th", { scope: "col" }, "Details"))),
+      el("tbody", {}, rows)));
+    return;
+  }
+  const steps = compactRows(events);
+  const rows = steps.map((r) =>
+    el("tr", {},
+      el("td", {}, r.kind),
+      el("td", { class: "mono" }, r.name || ""),
+      timeCell(r.start),
+      el("td", { class: "num" }, r.end ? fmtDuration(new Date(r.end) - new Date(r.start)) : "…"),
+      el("td", { class: `outcome-${(r.outcome || "").replace(" ", "_")}` }, r.outcome),
+      el("td", { class: "num" }, r.attempt ?? ""),
+      el("td", { class: "details" }, r.details || ""),
+      el("td", { class: "mono" }, r.ids.join(", "))));
+  box.replaceChildren(el("table", { class: "grid" },
+    el("caption", {}, `${steps.length} steps (from ${events.length} events)`),
+    el("thead", {}, el("tr", {},
+      ["Step", "Name", "Started", "Took", "Outcome", "Attempt", "Details", "Events"].map((h) =>
+        el("th", { scope: "col", class: ["Took", "Attempt"].includes(h) ? "num" : null }, h)))),
+    el("tbody", {}, rows)));
+}
+
+async function act(action) {
+  const d = state.lastDetail?.desc;
+  if (!d) return;
+  const verb = action === "cancel" ? "Request cancellation of" : "Terminate";
+  if (!window.confirm(`${verb} workflow ${d.id} (run ${d.run_id})?`)) return;
+  try {
+    await api(`workflows/${encodeURIComponent(d.id)}/${action}`, {
+      method: "POST", body: { reason: "from the web UI" }, params: { run_id: d.run_id },
+    });
+    showError("");
+    await refresh();
+  } catch (err) {
+    showError(`${verb} failed: ${err.message}`);
+  }
+}
+
+// -- routing and refresh ---------------------------------------------------------------
+
+async function refresh() {
+  if (state.refreshing) return;
+  state.refreshing = true;
+  try {
+    if (state.route.view === "list") await refreshList();
+    else await refreshDetail();
+    showError("");
+    $("#updated").textContent = `Updated ${new Date().toLocaleTimeString()}`;
+  } catch (err) {
+    showError(err.status === 404 ? err.message : `Could not load: ${err.message}`);
+  } finally {
+    state.refreshing = false;
+  }
+}
+
+function route() {
+  const previous = state.route;
+  state.route = parseRoute();
+  const list = state.route.view === "list";
+  $("#list-view").hidden = !list;
+  $("#detail-view").hidden = list;
+  state.listKey = "";
+  state.detailKey = "";
+  state.historyKey = "";
+  if (list) {
+    $("#query").value = state.route.query;
+    document.title = "Durable executions";
+  } else if (!previous || previous.view !== "detail" || previous.id !== state.route.id) {
+    state.lastDetail = null;
+    $("#detail-title").textContent = `Workflow ${state.route.id}`;
+    $("#history").replaceChildren();
+    $("#timeline").replaceChildren();
+  }
+  if (previous && previous.view !== state.route.view) $("#main").focus();
+  refresh();
+}
+
+function init() {
+  $("#filter").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    location.hash = listHref($("#query").value.trim(), 0);
+  });
+  $("#clear-filter").addEventListener("click", () => {
+    $("#query").value = "";
+    location.hash = listHref("", 0);
+  });
+  $("#prev-page").addEventListener("click", () => {
+    location.hash = listHref(state.route.query, Math.max(0, state.route.page - 1));
+  });
+  $("#next-page").addEventListener("click", () => {
+    location.hash = listHref(state.route.query, state.route.page + 1);
+  });
+  for (const b of document.querySelectorAll(".tabs button")) {
+    b.addEventListener("click", () => {
+      state.historyView = b.dataset.view;
+      renderHistory();
+    });
+  }
+  $("#cancel-run").addEventListener("click", () => act("cancel"));
+  $("#terminate-run").addEventListener("click", () => act("terminate"));
+  window.addEventListener("hashchange", route);
+  setInterval(() => {
+    if ($("#live").checked && document.visibilityState === "visible") refresh();
+  }, REFRESH_MS);
+  route();
+}
+
+init();

@@ -1,0 +1,197 @@
+"""The web UI in a real browser: Debian's Chromium driven by Playwright, against a real
+``jupyter server`` subprocess with a token. Screenshots go to ``test-artifacts/``.
+
+Needs ``/usr/bin/chromium`` (``apt-get install -y chromium``); never ``playwright install``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from engine import Client, Worker, activity, workflow
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TOKEN = "browser-test-token"
+
+
+@activity.defn
+async def pack(item: str) -> str:
+    """Packs an item."""
+    return f"packed {item}"
+
+
+@workflow.defn
+class Shipment:
+    """A timer, then an activity."""
+
+    @workflow.run
+    async def run(self, item: str) -> str:
+        await workflow.sleep(timedelta(milliseconds=20))
+        return await workflow.execute_activity(
+            pack, args=[item], start_to_close_timeout=timedelta(seconds=10)
+        )
+
+
+async def _populate(url: str) -> None:
+    async with await Client.connect(url) as client:
+        async with Worker(client, task_queue="ship", workflows=[Shipment], activities=[pack]):
+            await client.execute_workflow(
+                Shipment.run, "teapot", id="shipment-teapot", task_queue="ship"
+            )
+        # No worker polls this queue: it stays Running, with a pending workflow task.
+        await client.start_workflow(
+            "Shipment", args=["kettle"], id="shipment-kettle", task_queue="nobody-polls"
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    """A ``jupyter server`` on loopback with the extension on a fresh store; its URL."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    db_url = f"sqlite:///{tmp_path / 'durable.db'}"
+    asyncio.run(_populate(db_url))
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DURABLE_DATABASE_URL": db_url,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+    }
+    log = (tmp_path / "server.log").open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={tmp_path}",
+            "--ServerApp.jpserver_extensions={'kernel_ext': True}",
+            "--allow-root",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}api/status?token={TOKEN}", timeout=1):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.flush()
+                    pytest.fail(
+                        f"jupyter server did not start:\n{(tmp_path / 'server.log').read_text()}"
+                    )
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        ARTIFACTS.mkdir(exist_ok=True)
+        shutil.copy(tmp_path / "server.log", ARTIFACTS / "browser-server.log")
+
+
+def test_list_then_execution_page(server: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            errors: list[str] = []
+            page.on("pageerror", lambda err: errors.append(str(err)))
+
+            page.goto(f"{server}durable/?token={TOKEN}")
+            table = page.get_by_role("table", name="execution")
+            expect(page.get_by_role("link", name="shipment-teapot")).to_be_visible()
+            expect(page.get_by_role("link", name="shipment-kettle")).to_be_visible()
+            expect(table.get_by_text("COMPLETED")).to_be_visible()
+            expect(table.get_by_text("RUNNING")).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "ui-executions.png"), full_page=True)
+
+            # The filter box, by keyboard: the list query language.
+            page.get_by_label("Filter").fill("ExecutionStatus = 'Running'")
+            page.get_by_label("Filter").press("Enter")
+            expect(page.get_by_role("link", name="shipment-teapot")).to_have_count(0)
+            expect(page.get_by_role("link", name="shipment-kettle")).to_be_visible()
+            assert "query=" in page.url  # the filtered list is a shareable link
+            page.get_by_role("button", name="Clear").click()
+            expect(page.get_by_role("link", name="shipment-teapot")).to_be_visible()
+
+            page.get_by_role("link", name="shipment-teapot").click()
+            expect(page.get_by_role("heading", name="Workflow shipment-teapot")).to_be_visible()
+            assert "#/workflows/shipment-teapot?run_id=" in page.url
+            history = page.locator("#history")
+            expect(history.get_by_role("cell", name="pack", exact=True)).to_be_visible()
+            expect(history.get_by_text('result: "packed teapot"').first).to_be_visible()
+            expect(history.get_by_role("cell", name="timer 1")).to_be_visible()
+            expect(page.locator("#timeline svg rect").first).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "ui-execution-compact.png"), full_page=True)
+
+            page.get_by_role("button", name="Full").click()
+            expect(history.get_by_text("WORKFLOW_EXECUTION_COMPLETED")).to_be_visible()
+            expect(page.get_by_role("button", name="Full")).to_have_attribute(
+                "aria-pressed", "true"
+            )
+            page.screenshot(path=str(ARTIFACTS / "ui-execution-full.png"), full_page=True)
+
+            page.get_by_role("button", name="JSON").click()
+            expect(history.locator("pre")).to_contain_text("EVENT_TYPE_TIMER_FIRED")
+
+            # The shared link opens the same page directly.
+            shared = page.url
+            page.goto(shared)
+            expect(page.get_by_role("heading", name="Workflow shipment-teapot")).to_be_visible()
+
+            # Terminating the running one from its page (a POST: token and XSRF pass).
+            page.goto(f"{server}durable/?token={TOKEN}#/workflows/shipment-kettle")
+            expect(page.get_by_role("heading", name="Workflow shipment-kettle")).to_be_visible()
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.get_by_role("button", name="Terminate").click()
+            expect(page.locator("#summary").get_by_text("TERMINATED")).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "ui-execution-terminated.png"), full_page=True)
+            assert errors == []
+        finally:
+            browser.close()

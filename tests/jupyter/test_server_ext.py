@@ -1,0 +1,416 @@
+"""The Jupyter server extension: store lifecycle, REST API (auth, every endpoint, 400s)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable, Coroutine
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from engine import ApplicationError, Client, RetryPolicy, Worker, activity, workflow
+
+TASK_QUEUE = "jupyter-tests"
+
+
+@activity.defn
+async def flaky_greet(name: str) -> str:
+    """Fails on the first attempt, so the attempts endpoint has a failure to show."""
+    if activity.info().attempt < 2:
+        raise ApplicationError("first attempt always fails", type="Flaky")
+    return f"hello {name}"
+
+
+@workflow.defn
+class Greeter:
+    """Waits for a signal, greets through an activity, and answers a query."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    @workflow.run
+    async def run(self, expected: int) -> list[str]:
+        await workflow.wait_condition(lambda: len(self.names) >= expected)
+        await workflow.sleep(timedelta(milliseconds=10))
+        return [
+            await workflow.execute_activity(
+                flaky_greet,
+                args=[name],
+                start_to_close_timeout=timedelta(seconds=10),
+                retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50)),
+            )
+            for name in self.names
+        ]
+
+    @workflow.signal
+    def add(self, name: str) -> None:
+        self.names.append(name)
+
+    @workflow.query
+    def seen(self) -> list[str]:
+        return list(self.names)
+
+
+@workflow.defn
+class Sleeper:
+    """Sleeps for a long time: something to cancel and terminate."""
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.sleep(timedelta(hours=1))
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'store' / 'durable.db'}"
+
+
+@pytest.fixture
+def jp_server_config(db_url: str) -> dict[str, Any]:
+    return {
+        "ServerApp": {"jpserver_extensions": {"kernel_ext": True}},
+        "DurableExtension": {"database_url": db_url},
+    }
+
+
+@pytest.fixture
+def run(jp_asyncio_loop: asyncio.AbstractEventLoop) -> Callable[[Coroutine[Any, Any, Any]], Any]:
+    """Run a coroutine on the server's loop (where the extension's client lives)."""
+    return jp_asyncio_loop.run_until_complete
+
+
+def _json(response: Any) -> Any:
+    return json.loads(response.body)
+
+
+async def _request(jp_fetch: Any, *parts: str, **kwargs: Any) -> tuple[int, Any]:
+    """(status, decoded JSON) without raising on 4xx/5xx."""
+    try:
+        response = await jp_fetch("durable", "api", "v1", *parts, **kwargs)
+    except HTTPClientError as err:
+        assert err.response is not None
+        return err.code, json.loads(err.response.body)
+    return response.code, _json(response)
+
+
+async def _post(jp_fetch: Any, *parts: str, body: Any) -> tuple[int, Any]:
+    raw = body if isinstance(body, str) else json.dumps(body)
+    return await _request(jp_fetch, *parts, method="POST", body=raw)
+
+
+async def _store_state(db_url: str) -> list[tuple[str, str, str, int]]:
+    """Every run in the store (id, run id, status, history length): to see nothing changed."""
+    async with await Client.connect(db_url) as client:
+        return [
+            (e.id, e.run_id, e.status.name, e.history_length) async for e in client.list_workflows()
+        ]
+
+
+# -- lifecycle and authentication ----------------------------------------------------------
+
+
+def test_extension_opens_store_and_exports_url(
+    jp_serverapp: Any, jp_fetch: Any, run: Any, db_url: str
+) -> None:
+    assert os.environ["DURABLE_DATABASE_URL"] == db_url
+    status, body = run(_request(jp_fetch, "workflows"))
+    assert status == 200
+    assert body == {"executions": [], "page": 0, "limit": 50, "next_page": None}
+    assert Path(db_url.removeprefix("sqlite:///")).exists()
+
+
+def test_extension_is_enabled_by_shipped_config() -> None:
+    config = Path(__file__).parents[2] / "jupyter-config/jupyter_server_config.d/kernel_ext.json"
+    assert json.loads(config.read_text()) == {
+        "ServerApp": {"jpserver_extensions": {"kernel_ext": True}}
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "workflows"),
+        ("GET", "workflows/x"),
+        ("GET", "workflows/x/history"),
+        ("GET", "workflows/x/attempts"),
+        ("POST", "workflows"),
+        ("POST", "workflows/x/signal"),
+        ("POST", "workflows/x/query"),
+        ("POST", "workflows/x/cancel"),
+        ("POST", "workflows/x/terminate"),
+    ],
+)
+def test_requests_without_token_are_refused(
+    jp_fetch: Any, run: Any, method: str, path: str
+) -> None:
+    body = json.dumps({}) if method == "POST" else None
+    status, payload = run(
+        _request(
+            jp_fetch, *path.split("/"), method=method, body=body, headers={"Authorization": ""}
+        )
+    )
+    assert status == 403
+    assert payload["error"]["code"] == "forbidden"
+
+
+def test_page_without_token_redirects_to_login(jp_fetch: Any, run: Any) -> None:
+    async def fetch() -> Any:
+        return await jp_fetch(
+            "durable/", headers={"Authorization": ""}, follow_redirects=False, raise_error=False
+        )
+
+    response = run(fetch())
+    assert response.code == 302
+    assert "/login" in response.headers["Location"]
+
+
+def test_page_and_static_files_are_served(jp_fetch: Any, run: Any) -> None:
+    page = run(jp_fetch("durable/"))
+    html = page.body.decode()
+    assert "<title>Durable executions" in html
+    assert "{{" not in html  # base URL and XSRF token filled in
+    for name in ("app.js", "style.css"):
+        asset = run(jp_fetch("durable", "static", name))
+        assert asset.code == 200 and asset.body
+
+
+# -- every endpoint, for a run started through the API and run by a worker ---------------
+
+
+def test_endpoints_for_a_run_started_through_the_api(jp_fetch: Any, run: Any, db_url: str) -> None:
+    async def scenario() -> None:
+        status, started = await _post(
+            jp_fetch,
+            "workflows",
+            body={
+                "workflow_type": "Greeter",
+                "workflow_id": "greet-1",
+                "task_queue": TASK_QUEUE,
+                "args": [2],
+            },
+        )
+        assert status == 201, started
+        run_id = started["run_id"]
+        assert started["workflow_id"] == "greet-1" and run_id
+
+        # Starting it again while open: 409.
+        status, body = await _post(
+            jp_fetch,
+            "workflows",
+            body={"workflow_type": "Greeter", "workflow_id": "greet-1", "task_queue": TASK_QUEUE},
+        )
+        assert status == 409
+        assert body["error"]["code"] == "already_started" and "greet-1" in body["error"]["message"]
+
+        client = await Client.connect(db_url)
+        async with Worker(
+            client, task_queue=TASK_QUEUE, workflows=[Greeter, Sleeper], activities=[flaky_greet]
+        ):
+            for name in ("ada", "grace"):
+                status, body = await _post(
+                    jp_fetch, "workflows", "greet-1", "signal", body={"name": "add", "args": [name]}
+                )
+                assert status == 202, body
+            status, body = await _post(
+                jp_fetch, "workflows", "greet-1", "query", body={"name": "seen"}
+            )
+            assert status == 200, body
+            assert body == {"result": ["ada", "grace"]}
+            result = await client.get_workflow_handle("greet-1").result()
+            assert result == ["hello ada", "hello grace"]
+
+            # Describe (latest run, and by run id).
+            status, desc = await _request(jp_fetch, "workflows", "greet-1")
+            assert status == 200
+            assert desc["id"] == "greet-1" and desc["run_id"] == run_id
+            assert desc["workflow_type"] == "Greeter" and desc["status"] == "COMPLETED"
+            assert desc["pending_activities"] == [] and desc["pending_timers"] == []
+            assert desc["close_time"] is not None
+            status, desc = await _request(
+                jp_fetch, "workflows", "greet-1", params={"run_id": run_id}
+            )
+            assert status == 200 and desc["run_id"] == run_id
+
+            # History in Temporal's JSON.
+            status, history = await _request(jp_fetch, "workflows", "greet-1", "history")
+            assert status == 200
+            types = [e["eventType"] for e in history["events"]]
+            assert types[0] == "EVENT_TYPE_WORKFLOW_EXECUTION_STARTED"
+            assert types[-1] == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"
+            assert types.count("EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED") == 2
+            assert "EVENT_TYPE_TIMER_FIRED" in types
+
+            # Attempts: each activity failed once, then succeeded.
+            status, body = await _request(jp_fetch, "workflows", "greet-1", "attempts")
+            assert status == 200
+            outcomes = [(a["activity_type"], a["attempt"], a["outcome"]) for a in body["attempts"]]
+            assert outcomes.count(("flaky_greet", 1, "failed")) == 2
+            assert outcomes.count(("flaky_greet", 2, "completed")) == 2
+            failed = next(a for a in body["attempts"] if a["outcome"] == "failed")
+            assert "first attempt always fails" in json.dumps(failed["failure"])
+
+            # A run to cancel and one to terminate: pending timers are described.
+            for wid in ("sleep-cancel", "sleep-terminate"):
+                status, _ = await _post(
+                    jp_fetch,
+                    "workflows",
+                    body={"workflow_type": "Sleeper", "workflow_id": wid, "task_queue": TASK_QUEUE},
+                )
+                assert status == 201
+            for _ in range(200):
+                status, desc = await _request(jp_fetch, "workflows", "sleep-cancel")
+                if desc["pending_timers"]:
+                    break
+                await asyncio.sleep(0.02)
+            assert desc["status"] == "RUNNING" and len(desc["pending_timers"]) == 1
+            assert desc["pending_timers"][0]["fire_at"].startswith("20")
+
+            status, body = await _post(
+                jp_fetch, "workflows", "sleep-cancel", "cancel", body={"reason": "test"}
+            )
+            assert status == 202, body
+            status, body = await _post(
+                jp_fetch, "workflows", "sleep-terminate", "terminate", body={"reason": "enough"}
+            )
+            assert status == 200, body
+            for _ in range(200):
+                status, desc = await _request(jp_fetch, "workflows", "sleep-cancel")
+                if desc["status"] != "RUNNING":
+                    break
+                await asyncio.sleep(0.02)
+            assert desc["status"] == "CANCELED"
+            status, desc = await _request(jp_fetch, "workflows", "sleep-terminate")
+            assert desc["status"] == "TERMINATED"
+        await client.close()
+
+        # List: filter query, limit and paging.
+        status, body = await _request(jp_fetch, "workflows")
+        assert status == 200
+        assert {e["id"] for e in body["executions"]} == {
+            "greet-1",
+            "sleep-cancel",
+            "sleep-terminate",
+        }
+        status, body = await _request(
+            jp_fetch, "workflows", params={"query": "WorkflowType = 'Sleeper'", "limit": "1"}
+        )
+        assert status == 200 and len(body["executions"]) == 1 and body["next_page"] == 1
+        first = body["executions"][0]["id"]
+        status, body = await _request(
+            jp_fetch,
+            "workflows",
+            params={"query": "WorkflowType = 'Sleeper'", "limit": "1", "page": "1"},
+        )
+        assert status == 200 and body["next_page"] is None
+        assert [e["id"] for e in body["executions"]] != [first]
+        status, body = await _request(
+            jp_fetch, "workflows", params={"query": "ExecutionStatus = 'Completed'"}
+        )
+        assert [e["id"] for e in body["executions"]] == ["greet-1"]
+        assert body["executions"][0]["status"] == "COMPLETED"
+
+    run(scenario())
+
+
+def test_unknown_workflow_is_404(jp_fetch: Any, run: Any) -> None:
+    for parts, method, body in [
+        (("workflows", "nope"), "GET", None),
+        (("workflows", "nope", "history"), "GET", None),
+        (("workflows", "nope", "attempts"), "GET", None),
+        (("workflows", "nope", "signal"), "POST", {"name": "add"}),
+        (("workflows", "nope", "query"), "POST", {"name": "seen"}),
+        (("workflows", "nope", "cancel"), "POST", {}),
+        (("workflows", "nope", "terminate"), "POST", {}),
+    ]:
+        status, payload = run(
+            _request(
+                jp_fetch, *parts, method=method, body=None if body is None else json.dumps(body)
+            )
+        )
+        assert status == 404, (parts, payload)
+        assert payload["error"]["code"] == "not_found"
+        assert "nope" in payload["error"]["message"]
+
+
+# -- malformed input: 400, a message, and no change in the store --------------------------
+
+MALFORMED: list[tuple[str, str, Any, str]] = [
+    # (method, path, body or query params, a word the message must contain)
+    ("POST", "workflows", "{not json", "JSON"),
+    ("POST", "workflows", "[1, 2]", "object"),
+    ("POST", "workflows", "", "object"),
+    ("POST", "workflows", {"workflow_id": "w", "task_queue": "q"}, "workflow_type"),
+    ("POST", "workflows", {"workflow_type": "Greeter", "task_queue": "q"}, "workflow_id"),
+    ("POST", "workflows", {"workflow_type": "Greeter", "workflow_id": "w"}, "task_queue"),
+    (
+        "POST",
+        "workflows",
+        {"workflow_type": "Greeter", "workflow_id": "", "task_queue": "q"},
+        "workflow_id",
+    ),
+    (
+        "POST",
+        "workflows",
+        {"workflow_type": "Greeter", "workflow_id": "w", "task_queue": "q", "args": 3},
+        "args",
+    ),
+    (
+        "POST",
+        "workflows",
+        {"workflow_type": "Greeter", "workflow_id": "w", "task_queue": "q", "arg": [1]},
+        "unknown field",
+    ),
+    ("POST", "workflows/sleep-1/signal", "{oops", "JSON"),
+    ("POST", "workflows/sleep-1/signal", {"args": []}, "name"),
+    ("POST", "workflows/sleep-1/signal", {"name": 5}, "name"),
+    ("POST", "workflows/sleep-1/signal", {"name": "add", "args": {"a": 1}}, "args"),
+    ("POST", "workflows/sleep-1/query", "{oops", "JSON"),
+    ("POST", "workflows/sleep-1/query", {}, "name"),
+    ("POST", "workflows/sleep-1/query", {"name": "seen", "args": "x"}, "args"),
+    ("POST", "workflows/sleep-1/cancel", "{oops", "JSON"),
+    ("POST", "workflows/sleep-1/cancel", {"reason": 5}, "reason"),
+    ("POST", "workflows/sleep-1/cancel", {"why": "x"}, "unknown field"),
+    ("POST", "workflows/sleep-1/terminate", "{oops", "JSON"),
+    ("POST", "workflows/sleep-1/terminate", {"reason": ["x"]}, "reason"),
+    ("POST", "workflows/sleep-1/terminate", "42", "object"),
+    ("GET", "workflows", {"query": "WorkflowType = "}, ""),
+    ("GET", "workflows", {"query": "NoSuchField = 'x'"}, "NoSuchField"),
+    ("GET", "workflows", {"limit": "ten"}, "limit"),
+    ("GET", "workflows", {"limit": "0"}, "limit"),
+    ("GET", "workflows", {"page": "-1"}, "page"),
+    ("GET", "workflows/sleep-1", {"run_id": ""}, "run_id"),
+    ("GET", "workflows/sleep-1/history", {"run_id": ""}, "run_id"),
+    ("GET", "workflows/sleep-1/attempts", {"run_id": ""}, "run_id"),
+]
+
+
+def test_malformed_input_is_400_and_changes_nothing(jp_fetch: Any, run: Any, db_url: str) -> None:
+    status, _ = run(
+        _post(
+            jp_fetch,
+            "workflows",
+            body={"workflow_type": "Sleeper", "workflow_id": "sleep-1", "task_queue": TASK_QUEUE},
+        )
+    )
+    assert status == 201
+    before = run(_store_state(db_url))
+    assert [row[0] for row in before] == ["sleep-1"]
+
+    for method, path, data, word in MALFORMED:
+        if method == "POST":
+            status, payload = run(_post(jp_fetch, *path.split("/"), body=data))
+        else:
+            status, payload = run(_request(jp_fetch, *path.split("/"), params=data))
+        where = f"{method} {path} {data!r}"
+        assert status == 400, (where, payload)
+        error = payload["error"]
+        assert error["code"] in ("bad_request", "invalid_argument"), where
+        assert error["message"], where
+        assert word.lower() in error["message"].lower(), (where, error["message"])
+
+    assert run(_store_state(db_url)) == before
