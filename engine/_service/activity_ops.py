@@ -129,7 +129,10 @@ class ActivityOps:
             rows = tx.due_timers(now, limit)
             for row in rows:
                 timers.fire_due(tx, row.id, row.run_id, now)
-            return len(rows)
+            late = tx.timed_out_workflow_tasks(now, limit)
+            for task in late:
+                timers.workflow_task_deadline(tx, task.run_id, task.started_event_id, now)
+            return len(rows) + len(late)
 
         return await self.store.transaction(fire)
 

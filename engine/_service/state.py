@@ -105,6 +105,8 @@ class RunState:
         self.wft_wanted = False
         self.new_run_id: str | None = None
         self._closed_with: tuple[WorkflowExecutionStatus, JsonDict] | None = None
+        #: False once known that no event is buffered for the run (skips a read on close).
+        self.buffered_possible = True
         #: Set when a failing run is retried: (failure, backoff seconds).
         self.retry: tuple[JsonDict, float] | None = None
         # Eager dispatch while a completed task's commands are applied.
@@ -147,6 +149,9 @@ class RunState:
         when = self.now if event_time is None else event_time
         if wft is not None and wft.state == WFT_STARTED:
             self.tx.buffer_event(self.run_id, when, event_type, dumps(attrs))
+            if not wft.buffered:
+                # Flag the task so its completion knows to look (most tasks never do).
+                self.tx.update_workflow_task(self.run_id, buffered=1)
             return None
         event_id = self.add_event(event_type, attrs, when)
         self.wft_wanted = True
@@ -162,9 +167,12 @@ class RunState:
         return self._wft
 
     def forget_workflow_task(self) -> None:
-        """Delete the workflow task row and its timers."""
+        """Delete the workflow task row (and its retry timer, which only a retried
+        attempt can have)."""
+        wft = self._wft if self._wft_loaded else None
         self.tx.delete_workflow_task(self.run_id)
-        self.tx.delete_timers(self.run_id, ("wft_timeout", "wft_retry"))
+        if wft is None or int(wft.attempt) > 1:
+            self.tx.delete_timers(self.run_id, ("wft_retry",))
         self._wft = None
         self._wft_loaded = True
 
@@ -250,7 +258,8 @@ class RunState:
         self._wft_loaded = True
         self.tx.delete_activity_tasks_of_run(self.run_id)
         self.tx.delete_timers_of_run(self.run_id)
-        self.tx.take_buffered(self.run_id)
+        if self.buffered_possible:
+            self.tx.take_buffered(self.run_id)
         self.wft_wanted = False
         self.tx.wake(closed_channel(self.run_id))
         # The close event was just added: the parent (if any) hears of it on flush.

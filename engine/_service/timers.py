@@ -41,8 +41,8 @@ def _fire(rs: RunState, timer: Row) -> None:
     kind = timer.kind
     if kind == "user":
         rs.record("TimerFired", {"timerId": timer.data, "startedEventId": str(timer.ref)})
-    elif kind == "wft_timeout":
-        _workflow_task_timed_out(rs, timer)
+    elif kind == "wft_timeout":  # written by databases from before migration 4
+        _workflow_task_timed_out(rs, int(timer.ref))
     elif kind == "wft_retry":
         rs.tx.wake(wft_channel(rs.namespace, rs.task_queue))
     elif kind == "start_delay":
@@ -88,11 +88,21 @@ def _heartbeat_due(rs: RunState, timer: Row) -> None:
     activities.timed_out(rs, act, TimeoutType.HEARTBEAT)
 
 
-def _workflow_task_timed_out(rs: RunState, timer: Row) -> None:
+def workflow_task_deadline(tx: StoreTx, run_id: str, started_event_id: int, now: float) -> None:
+    """A started workflow task passed its deadline (the worker crashed or is too slow)."""
+    row = tx.lock_execution(run_id)
+    if row is None or row.status != WorkflowExecutionStatus.RUNNING:
+        return
+    rs = RunState(tx, row, now)
+    _workflow_task_timed_out(rs, started_event_id)
+    rs.flush()
+
+
+def _workflow_task_timed_out(rs: RunState, started_event_id: int) -> None:
     from .workflow_tasks import wft_retry_delay
 
     wft = rs.workflow_task()
-    if wft is None or wft.state != WFT_STARTED or wft.started_event_id != timer.ref:
+    if wft is None or wft.state != WFT_STARTED or wft.started_event_id != started_event_id:
         return
     attempt = int(wft.attempt)
     if wft.scheduled_event_id is not None:

@@ -182,16 +182,8 @@ class WorkflowTaskOps:
             started_time=now,
             identity=identity,
             request_id=request_id,
-        )
-        add_timer(
-            tx,
-            now,
-            run_id,
-            "wft_timeout",
-            started_event_id,
-            attempt,
-            now + float(wft.start_to_close),
-            None,
+            # The deadline lives on the task row; the timer loop scans it.
+            timeout_at=now + float(wft.start_to_close),
         )
         rs.flush()
         first = cached.get(run_id, 1)
@@ -258,7 +250,8 @@ class WorkflowTaskOps:
         closing = [c for c in commands if isinstance(c, cmd.CLOSING_COMMANDS)]
         # New events arrived while the task ran and it tries to close the run: Temporal
         # rejects the completion so the workflow sees them first.
-        if closing and tx.has_buffered(task.run_id):
+        rs.buffered_possible = bool(wft.buffered)
+        if closing and wft.buffered:
             rs.add_event(
                 "WorkflowTaskFailed",
                 {
@@ -296,7 +289,7 @@ class WorkflowTaskOps:
             action()
         rs.after_commands = []
         if rs.is_open:
-            if rs.flush_buffered():
+            if wft.buffered and rs.flush_buffered():
                 rs.wft_wanted = True
             if (
                 rs.row.next_event_id <= HISTORY_WARN_EVENTS < rs.next_event_id

@@ -178,10 +178,17 @@ _V3 = (
     "CREATE INDEX dn_queries_poll ON dn_queries (namespace, task_queue, state)",
 )
 
+_V4 = (
+    "ALTER TABLE dn_workflow_tasks ADD COLUMN timeout_at {double}",
+    "ALTER TABLE dn_workflow_tasks ADD COLUMN buffered SMALLINT",
+    "CREATE INDEX dn_workflow_tasks_timeout ON dn_workflow_tasks (timeout_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, history, task queues, timers, attempts", _V1),
     Migration(2, "child workflows: parent event ids and parent close policy", _V2),
     Migration(3, "queries waiting for a worker", _V3),
+    Migration(4, "workflow-task deadlines and buffered-event flag on the task row", _V4),
 )
 
 _SPELLING = {

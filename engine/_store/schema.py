@@ -11,7 +11,7 @@ import sqlalchemy as sa
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -113,7 +113,12 @@ workflow_tasks = sa.Table(
     sa.Column("identity", sa.Text, nullable=True),
     sa.Column("request_id", sa.String(64), nullable=True),
     sa.Column("start_to_close", sa.Double, nullable=False),
+    # Migration 4: a started task's deadline (the timer loop scans it: no timer row per
+    # task), and whether events were buffered while it ran.
+    sa.Column("timeout_at", sa.Double, nullable=True),
+    sa.Column("buffered", sa.SmallInteger, nullable=True),
 )
+sa.Index("dn_workflow_tasks_timeout", workflow_tasks.c.timeout_at)
 sa.Index(
     "dn_workflow_tasks_poll",
     workflow_tasks.c.namespace,

@@ -41,7 +41,8 @@ _EXEC_COLS = (
 )
 _WFT_COLS = (
     "run_id, namespace, task_queue, state, attempt, scheduled_event_id, scheduled_time, "
-    "visible_at, started_event_id, started_time, identity, request_id, start_to_close"
+    "visible_at, started_event_id, started_time, identity, request_id, start_to_close, "
+    "timeout_at, buffered"
 )
 _ACT_COLS = (
     "run_id, scheduled_event_id, namespace, workflow_id, workflow_type, activity_id, "
@@ -105,7 +106,6 @@ READ_BUFFERED = Q(
 )
 DELETE_BUFFERED = Q("DELETE FROM dn_buffered_events WHERE run_id = :run_id")
 DELETE_BUFFERED_ONE = Q("DELETE FROM dn_buffered_events WHERE id = :id")
-HAS_BUFFERED = Q("SELECT 1 FROM dn_buffered_events WHERE run_id = :run_id LIMIT 1")
 GET_WFT = Q(f"SELECT {_WFT_COLS} FROM dn_workflow_tasks WHERE run_id = :run_id")
 DELETE_WFT = Q("DELETE FROM dn_workflow_tasks WHERE run_id = :run_id")
 NEXT_WFT = Q(
@@ -145,7 +145,14 @@ GET_TIMER = Q(f"SELECT {_TIMER_COLS} FROM dn_timers WHERE id = :id")
 DELETE_TIMER = Q("DELETE FROM dn_timers WHERE id = :id")
 DELETE_TIMERS_OF_RUN = Q("DELETE FROM dn_timers WHERE run_id = :run_id")
 DUE_TIMERS = Q("SELECT id, run_id FROM dn_timers WHERE fire_at <= :now ORDER BY fire_at LIMIT :lim")
-NEXT_TIMER_AT = Q("SELECT MIN(fire_at) FROM dn_timers")
+NEXT_TIMER_AT = Q(
+    "SELECT MIN(t) FROM (SELECT MIN(fire_at) AS t FROM dn_timers "
+    "UNION ALL SELECT MIN(timeout_at) AS t FROM dn_workflow_tasks WHERE state = 2) d"
+)
+TIMED_OUT_WFTS = Q(
+    "SELECT run_id, started_event_id FROM dn_workflow_tasks "
+    "WHERE state = 2 AND timeout_at <= :now ORDER BY timeout_at LIMIT :lim"
+)
 TIMERS_OF_RUN = Q(f"SELECT {_TIMER_COLS} FROM dn_timers WHERE run_id = :run_id ORDER BY fire_at")
 ATTEMPTS_OF_RUN = Q(
     f"SELECT {_ATTEMPT_COLS} FROM dn_activity_attempts WHERE run_id = :run_id "
@@ -411,12 +418,6 @@ class StoreTx:
                 return int(attrs.get("startedEventId", 0))
         return 0
 
-    def has_buffered(self, run_id: str) -> bool:
-        """Whether a run has buffered events."""
-        return self._one(HAS_BUFFERED, {"run_id": run_id}) is not None
-
-    # -- workflow tasks ---------------------------------------------------------------
-
     def get_workflow_task(self, run_id: str) -> Row | None:
         """The pending workflow task of a run."""
         return self._one(GET_WFT, {"run_id": run_id})
@@ -544,6 +545,10 @@ class StoreTx:
     def due_timers(self, now: float, limit: int) -> Sequence[Row]:
         """Timers due at ``now``, earliest first (unlocked: claim each with take_timer)."""
         return self._q(DUE_TIMERS, {"now": now, "lim": limit}).fetchall()
+
+    def timed_out_workflow_tasks(self, now: float, limit: int) -> Sequence[Row]:
+        """Started workflow tasks past their deadline."""
+        return self._q(TIMED_OUT_WFTS, {"now": now, "lim": limit}).fetchall()
 
     def next_timer_at(self) -> float | None:
         """When the earliest timer is due, or None."""

@@ -378,3 +378,25 @@ async def test_execution_timeout_spans_continue_as_new(
     runs = [r async for r in env.client.list_workflows(f"WorkflowId = '{handle.id}'")]
     assert len(runs) == 3  # two full hours, then the third run times out
     assert runs[0].status == WorkflowExecutionStatus.TIMED_OUT
+
+
+async def test_a_started_task_that_is_never_completed_times_out(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
+    """A worker that took a task and died: after the 10 s task timeout it is retried."""
+    client = env.client
+    handle = await client.start_workflow(
+        Steps.run, 1, id="wto-" + uuid.uuid4().hex, task_queue=task_queue
+    )
+    # Claim the task as a worker would, then never answer.
+    claimed = await client.service.poll_workflow_tasks("default", task_queue, "lost-worker", {}, 1)
+    assert len(claimed) == 1
+    await env.sleep(11)  # past the task's start-to-close deadline
+    for _ in range(200):
+        types = [e.event_type for e in (await handle.fetch_history()).events]
+        if "WorkflowTaskTimedOut" in types:
+            break
+        await asyncio.sleep(0.02)
+    assert "WorkflowTaskTimedOut" in types
+    async with Worker(client, task_queue=task_queue, workflows=[Steps], activities=[echo]):
+        assert len(await asyncio.wait_for(handle.result(), 30)) == 1
