@@ -17,49 +17,14 @@ from engine import (
     Worker,
     WorkflowExecutionStatus,
     WorkflowFailureError,
-    activity,
     workflow,
 )
 from engine.testing import WorkflowEnvironment
 
 from ..conftest import SHARED_DATA
+from ..interop.engine_code import HelloWF, SignalWF, TimerWF, say_hello
 
 TIMEOUT = timedelta(seconds=30)
-
-
-@activity.defn
-async def say_hello(name: str) -> str:
-    return f"Hello, {name}!"
-
-
-@workflow.defn
-class HelloWF:
-    @workflow.run
-    async def run(self, name: str) -> str:
-        return await workflow.execute_activity(say_hello, name, start_to_close_timeout=TIMEOUT)
-
-
-@workflow.defn
-class TimerWF:
-    @workflow.run
-    async def run(self, seconds: float) -> str:
-        await workflow.sleep(seconds)
-        return "timer done"
-
-
-@workflow.defn
-class SignalWF:
-    def __init__(self) -> None:
-        self._msgs: list[str] = []
-
-    @workflow.signal
-    async def add_message(self, msg: str) -> None:
-        self._msgs.append(msg)
-
-    @workflow.run
-    async def run(self, expected: int) -> list[str]:
-        await workflow.wait_condition(lambda: len(self._msgs) >= expected)
-        return self._msgs
 
 
 @workflow.defn

@@ -8,111 +8,29 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import timedelta
 
 import pytest
 
-from engine import ApplicationError, RetryPolicy, Worker, WorkflowFailureError, activity, workflow
+from engine import Worker, WorkflowFailureError
 from engine._replay.events import short_name
 from engine.testing import WorkflowEnvironment
 
 from ..conftest import SHARED_DATA
+from ..interop.engine_code import (
+    CaughtFailureWF,
+    FailedActivityWF,
+    RetryWF,
+    SeqActivitiesWF,
+    SignalWF,
+    always_fails,
+    flaky,
+    noop,
+)
 from .test_basics import _wait_for_event
 
-TIMEOUT = timedelta(seconds=30)
 
-
-@activity.defn
-async def noop(x: int) -> int:
-    return x
-
-
-@activity.defn
-async def flaky(name: str) -> str:
-    attempt = activity.info().attempt
-    if attempt < 3:
-        raise ApplicationError(f"flaky failure on attempt {attempt}", type="FlakyError")
-    return f"ok after {attempt} attempts: {name}"
-
-
-@activity.defn
-async def always_fails(name: str) -> str:
-    raise ApplicationError(
-        f"permanent failure for {name}",
-        {"detail": "some detail", "code": 42},
-        type="PermanentError",
-        non_retryable=True,
-    )
-
-
-@workflow.defn
-class SeqActivitiesWF:
-    @workflow.run
-    async def run(self, n: int) -> int:
-        acc = 0
-        for i in range(n):
-            acc += await workflow.execute_activity(noop, i, start_to_close_timeout=TIMEOUT)
-        return acc
-
-
-@workflow.defn
-class RetryWF:
-    @workflow.run
-    async def run(self, name: str) -> str:
-        return await workflow.execute_activity(
-            flaky,
-            name,
-            start_to_close_timeout=TIMEOUT,
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(milliseconds=100),
-                backoff_coefficient=2.0,
-                maximum_attempts=5,
-            ),
-        )
-
-
-@workflow.defn
-class FailedActivityWF:
-    @workflow.run
-    async def run(self, name: str) -> str:
-        return await workflow.execute_activity(
-            always_fails,
-            name,
-            start_to_close_timeout=TIMEOUT,
-            retry_policy=RetryPolicy(maximum_attempts=3),
-        )
-
-
-@workflow.defn
-class CaughtFailureWF:
-    @workflow.run
-    async def run(self, name: str) -> str:
-        try:
-            return await workflow.execute_activity(
-                always_fails,
-                name,
-                start_to_close_timeout=TIMEOUT,
-                retry_policy=RetryPolicy(maximum_attempts=3),
-            )
-        except Exception as e:
-            return f"caught: {type(e).__name__}: {e.cause}"  # type: ignore[attr-defined]
-
-
-@workflow.defn
-class SignalWF:
-    def __init__(self) -> None:
-        self._msgs: list[str] = []
-
-    @workflow.signal
-    async def add_message(self, msg: str) -> None:
-        self._msgs.append(msg)
-
-    @workflow.run
-    async def run(self, expected: int) -> list:
-        await workflow.wait_condition(lambda: len(self._msgs) >= expected)
-        return self._msgs
-
-
+# The same workflow code as ../shared/peers/temporal_wf.py, with engine imports: it lives in
+# tests/interop/engine_code.py, which the temporalio interop tests also use.
 def _sample(name: str) -> list[dict]:
     return json.loads((SHARED_DATA / name).read_text())["events"]
 
