@@ -386,15 +386,7 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
         return workflow.ActivityHandle(self._await_activity(pending), loop=self)
 
     async def _await_activity(self, pending: _PendingActivity) -> Any:
-        while True:
-            try:
-                return await asyncio.shield(pending.result)
-            except asyncio.CancelledError:
-                if pending.result.done():
-                    return pending.result.result()
-                self._cancel_activity(pending)
-                if pending.result.done():
-                    return pending.result.result()
+        return await _until_resolved(pending.result, lambda: self._cancel_activity(pending))
 
     def _cancel_activity(self, pending: _PendingActivity) -> None:
         if pending.cancel_sent:
@@ -523,15 +515,7 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
         return handle
 
     async def _await_child(self, pending: _PendingChild) -> Any:
-        while True:
-            try:
-                return await asyncio.shield(pending.result)
-            except asyncio.CancelledError:
-                if pending.result.done():
-                    return pending.result.result()
-                self._cancel_child(pending)
-                if pending.result.done():
-                    return pending.result.result()
+        return await _until_resolved(pending.result, lambda: self._cancel_child(pending))
 
     def _cancel_child(self, pending: _PendingChild) -> None:
         if pending.cancel_sent:
@@ -715,6 +699,20 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
 
     def __repr__(self) -> str:
         return f"<WorkflowInstance {self.defn.name} {self.workflow_id}/{self.run_id}>"
+
+
+async def _until_resolved(result: asyncio.Future[Any], request_cancel: Callable[[], None]) -> Any:
+    """Await a command's result; cancelling the awaiting task requests cancellation of the
+    command (per its cancellation type) and keeps waiting for how it ends."""
+    while True:
+        try:
+            return await asyncio.shield(result)
+        except asyncio.CancelledError:
+            if result.done():
+                return result.result()
+            request_cancel()
+            if result.done():
+                return result.result()
 
 
 def _is_uuid(text: str) -> bool:
