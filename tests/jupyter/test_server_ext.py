@@ -414,3 +414,49 @@ def test_malformed_input_is_400_and_changes_nothing(jp_fetch: Any, run: Any, db_
         assert word.lower() in error["message"].lower(), (where, error["message"])
 
     assert run(_store_state(db_url)) == before
+
+
+# -- the server keeps time while kernels are gone ------------------------------------------
+
+
+def test_timer_fires_while_no_kernel_runs_and_the_run_completes_when_one_returns(
+    jp_fetch: Any, run: Any, db_url: str
+) -> None:
+    """A notebook's kernel started a run that sleeps, then was shut down. The server
+    extension hosts the timers: the timer fires with no worker anywhere, and the run
+    completes as soon as a kernel's worker polls again."""
+
+    async def scenario() -> None:
+        await _request(jp_fetch, "workflows")  # the extension is up and hosting timers
+        async with await Client.connect(db_url) as kernel:
+            # The "kernel": a worker that does not host timers itself.
+            worker = Worker(kernel, task_queue="nb", workflows=[ShortNap], run_service=False)
+            async with worker:
+                handle = await kernel.start_workflow(ShortNap.run, id="nap-1", task_queue="nb")
+                for _ in range(200):
+                    events = (await handle.fetch_history()).events
+                    if any(e.event_type == "TimerStarted" for e in events):
+                        break
+                    await asyncio.sleep(0.02)
+            # The kernel is shut down; the timer is due in the meantime.
+            for _ in range(200):
+                events = (await handle.fetch_history()).events
+                if any(e.event_type == "TimerFired" for e in events):
+                    break
+                await asyncio.sleep(0.05)
+            assert any(e.event_type == "TimerFired" for e in events), "the server fired it"
+            assert events[-1].event_type == "WorkflowTaskScheduled"  # waiting for a worker
+            async with Worker(kernel, task_queue="nb", workflows=[ShortNap], run_service=False):
+                assert await asyncio.wait_for(handle.result(), 20) == "rested"
+
+    run(scenario())
+
+
+@workflow.defn
+class ShortNap:
+    """Sleeps half a second."""
+
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.sleep(0.5)
+        return "rested"
