@@ -39,6 +39,7 @@ from .exceptions import (
     TimeoutError,
     TimeoutType,
     WorkflowFailureError,
+    WorkflowUpdateFailedError,
 )
 from .history import WorkflowHistory
 from .workflow import definition_name, handler_name
@@ -492,6 +493,49 @@ class WorkflowHandle:
         )
         decoded = self._client.data_converter.from_payloads_json(payloads, [result_type])
         return decoded[0] if decoded else None
+
+    async def execute_update(
+        self,
+        update: Callable[..., Any] | str,
+        arg: Any = _missing,
+        *,
+        args: Sequence[Any] = (),
+        id: str | None = None,
+        result_type: type | None = None,
+        timeout: timedelta = timedelta(seconds=60),
+    ) -> Any:
+        """Send an update (a ``@workflow.update`` handler) and wait for its result.
+
+        The handler's validator, if any, runs first: a rejected update is not recorded in
+        the history. Raises :class:`~engine.exceptions.WorkflowUpdateFailedError` (with the
+        validator's or handler's error as ``cause``) when it is rejected or fails.
+        """
+        values = [arg] if arg is not _missing else list(args)
+        name = handler_name(update, "update")
+        if result_type is None and not isinstance(update, str):
+            from ._replay.definitions import type_hints
+
+            result_type = type_hints(update, skip_self=True)[1]
+        dc = self._client.data_converter
+        payloads = dc.to_payloads(values)
+        check_payloads_size(payloads, what=f"input of update {name!r}")
+        outcome = await self._client.service.update_workflow(
+            self._client.namespace,
+            self.id,
+            self.run_id,
+            name,
+            [p.to_json() for p in payloads],
+            id or str(uuid.uuid4()),
+            self._client.identity,
+            timeout.total_seconds(),
+        )
+        if "failure" in outcome:
+            cause = dc.from_failure(outcome["failure"])
+            raise WorkflowUpdateFailedError(f"update {name!r} failed: {cause}", cause=cause)
+        values_out = dc.from_payloads_json(
+            (outcome.get("success") or {}).get("payloads"), [result_type]
+        )
+        return values_out[0] if values_out else None
 
     async def cancel(self, reason: str = "") -> None:
         """Request cancellation: delivered into workflow code, which may clean up."""

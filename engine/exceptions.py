@@ -516,6 +516,15 @@ class WorkflowQueryFailedError(DurableError):
     answered in time. The message says which."""
 
 
+class WorkflowUpdateFailedError(DurableError):
+    """An update was rejected by its validator or its handler failed; ``cause`` says why."""
+
+    def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
+        """Create the error; ``cause`` is the failure the workflow reported."""
+        super().__init__(message)
+        self.__cause__ = cause
+
+
 class StoreError(DurableError):
     """A database operation failed (connection lost, database locked, ...).
 

@@ -255,6 +255,46 @@ class RequestCancelExternalWorkflowExecution(Command):
         return f"RequestCancelExternalWorkflowExecution(workflow id {self.workflow_id})"
 
 
+@dataclass
+class AcceptUpdate(Command):
+    """The validator passed: record the update (WorkflowExecutionUpdateAccepted)."""
+
+    update_id: str
+    name: str
+    args: list[JsonDict]
+    identity: str = ""
+    event_type = "WorkflowExecutionUpdateAccepted"
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """Same update id."""
+        return event_type == self.event_type and attrs.get("protocolInstanceId") == self.update_id
+
+    def describe(self) -> str:
+        """Description."""
+        return f"AcceptUpdate({self.name}, update id {self.update_id})"
+
+
+@dataclass
+class CompleteUpdate(Command):
+    """The handler finished: record its result or failure (WorkflowExecutionUpdateCompleted)."""
+
+    update_id: str
+    result: list[JsonDict] | None = None
+    failure: JsonDict | None = None
+    event_type = "WorkflowExecutionUpdateCompleted"
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """Same update id."""
+        return (
+            event_type == self.event_type
+            and attrs.get("meta", {}).get("updateId") == self.update_id
+        )
+
+    def describe(self) -> str:
+        """Description."""
+        return f"CompleteUpdate(update id {self.update_id})"
+
+
 CLOSING_COMMANDS = (
     CompleteWorkflowExecution,
     FailWorkflowExecution,

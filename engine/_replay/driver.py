@@ -66,7 +66,10 @@ class HistoryDriver:
         self.on_activation: Any = None
 
     def apply(
-        self, events: Sequence[HistoryEvent], future: Sequence[HistoryEvent] = ()
+        self,
+        events: Sequence[HistoryEvent],
+        future: Sequence[HistoryEvent] = (),
+        updates: Sequence[dict[str, Any]] = (),
     ) -> list[cmd.Command]:
         """Apply events that continue the history; return commands of a final open task.
 
@@ -104,6 +107,10 @@ class HistoryDriver:
             if kind == "WorkflowTaskStarted":
                 following = events[i + 1] if i + 1 < n else (future[0] if future else None)
                 if following is None:
+                    for update in updates:  # requests delivered with this (live) task
+                        self._jobs.append(
+                            Job("update", HistoryEvent(0, event.event_time, "Update", update))
+                        )
                     produced = self._activate(event, replaying=False)
                     self._unmatched = list(produced)
                     self._awaiting_completion = True
@@ -149,6 +156,28 @@ class HistoryDriver:
             patch_id = _patch_id(event)
             if patch_id is not None:
                 patches.add(patch_id)
+            if event.event_type == "WorkflowExecutionUpdateAccepted":
+                # Replay: the task ran this update's handler (its validator passed then).
+                request = event.attributes.get("acceptedRequest", {})
+                jobs.append(
+                    Job(
+                        "update",
+                        HistoryEvent(
+                            0,
+                            started.event_time,
+                            "Update",
+                            {
+                                "update_id": event.attributes.get("protocolInstanceId", ""),
+                                "name": request.get("input", {}).get("name", ""),
+                                "args": (request.get("input", {}).get("args") or {}).get(
+                                    "payloads", []
+                                ),
+                                "identity": request.get("meta", {}).get("identity", ""),
+                                "replay": True,
+                            },
+                        ),
+                    )
+                )
         attrs = started.attributes
         if self.on_activation is not None:
             self.on_activation(started, replaying)

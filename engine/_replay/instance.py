@@ -24,6 +24,7 @@ from ..common import ActivityCancellationType, ChildWorkflowCancellationType, Re
 from ..converter import DataConverter
 from ..exceptions import (
     ActivityError,
+    ApplicationError,
     CancelledError,
     FailureError,
     InvalidArgumentError,
@@ -117,6 +118,7 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
         self._cancel_requested = False
         self._main: asyncio.Task[Any] | None = None
         self._handler_failure: FailureError | None = None
+        self._rejections: list[tuple[str, JsonDict]] = []
         self._object: Any = None
         self._info: workflow.Info | None = None
         self._rng = _random.Random(
@@ -185,6 +187,8 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
             self._resolve_child(job.seq, event)
         elif job.kind == "signal":
             self._signal(attrs.get("signalName", ""), (attrs.get("input") or {}).get("payloads"))
+        elif job.kind == "update":
+            self._update(attrs)
         elif job.kind == "cancel":
             self._cancel_requested = True
             if self._main is not None and not self._main.done():
@@ -628,6 +632,80 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
         except ValueError:
             return None
         return seq if seq in self._timers else None
+
+    # -- updates ------------------------------------------------------------------------
+
+    def take_rejections(self) -> list[tuple[str, JsonDict]]:
+        """Updates the validators refused in the last activation: (update id, failure)."""
+        rejections, self._rejections = self._rejections, []
+        return rejections
+
+    def _update(self, request: JsonDict) -> None:
+        update_id, name = str(request["update_id"]), str(request["name"])
+        replaying = bool(request.get("replay"))
+        handler = self.defn.updates.get(name) or self.defn.updates.get(None)
+        if handler is None:
+            known = ", ".join(sorted(n for n in self.defn.updates if n)) or "none"
+            err = ApplicationError(
+                f"workflow {self.defn.name} has no update handler {name!r} (it has: {known})",
+                type="UnknownUpdate",
+            )
+            if replaying:
+                raise WorkflowTaskError(err)
+            self._rejections.append((update_id, self.converter.to_failure(err)))
+            return
+        payloads = request.get("args") or []
+        if handler.name is None:
+            args = [name, *self.converter.from_payloads_json(payloads, None)]
+        else:
+            args = self.converter.from_payloads_json(payloads, handler.arg_types)
+        if not replaying and handler.validator is not None:
+            try:
+                handler.validator(self._object, *args)
+            except Exception as err:  # refused before anything is recorded
+                self._rejections.append((update_id, self.converter.to_failure(err)))
+                return
+        self._commands.append(
+            cmd.AcceptUpdate(update_id, name, list(payloads), str(request.get("identity", "")))
+        )
+        bound = getattr(self._object, handler.fn.__name__)
+        self._handlers_running += 1
+        if handler.is_async:
+            task = self.create_task(bound(*args), name=f"update:{name}")
+            task.add_done_callback(lambda t: self._update_done(update_id, t))
+            return
+        try:
+            value = bound(*args)
+        except FailureError as err:
+            self._finish_update(update_id, None, err)
+        except Exception as err:
+            raise WorkflowTaskError(err) from err
+        else:
+            self._finish_update(update_id, value, None)
+
+    def _update_done(self, update_id: str, task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            self._finish_update(update_id, None, CancelledError("update handler cancelled"))
+            return
+        exc = task.exception()
+        if exc is None:
+            self._finish_update(update_id, task.result(), None)
+        elif isinstance(exc, FailureError):
+            self._finish_update(update_id, None, exc)
+        else:
+            self._handlers_running -= 1
+            self._callback_error = exc  # not a failure: the workflow task fails
+
+    def _finish_update(self, update_id: str, value: Any, err: BaseException | None) -> None:
+        self._handlers_running -= 1
+        if err is not None:
+            self._commands.append(
+                cmd.CompleteUpdate(update_id, failure=self.converter.to_failure(err))
+            )
+        else:
+            self._commands.append(
+                cmd.CompleteUpdate(update_id, result=self.converter.to_payloads_json([value]))
+            )
 
     # -- queries ------------------------------------------------------------------------
 

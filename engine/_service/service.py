@@ -28,15 +28,19 @@ from ..exceptions import (
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
     WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
 )
 from .activity_ops import ActivityOps
 from .clock import Clock
 from .state import (
+    UPDATE_COMPLETED,
+    UPDATE_REJECTED,
     RunState,
     add_timer,
     new_run_id,
     query_channel,
     task_queue_json,
+    update_channel,
     wft_channel,
 )
 from .types import (
@@ -349,6 +353,56 @@ class Service(WorkflowTaskOps, ActivityOps):
     async def history(self, run_id: str, first_event_id: int = 1) -> list[HistoryEvent]:
         """The stored history of a run."""
         return await self.store.transaction(_read_history, run_id, first_event_id)
+
+    async def update_workflow(
+        self,
+        namespace: str,
+        workflow_id: str,
+        run_id: str | None,
+        name: str,
+        args: list[JsonDict],
+        update_id: str,
+        identity: str,
+        timeout: float,
+    ) -> JsonDict:
+        """Deliver an update to the open run and wait for its outcome.
+
+        Returns ``{"success": {"payloads": [...]}}`` or ``{"failure": {...}}`` (the handler
+        failed, or the validator rejected it — then nothing was written to the history).
+        """
+
+        def ask(tx: StoreTx) -> int:
+            rs = self._open_run(tx, namespace, workflow_id, run_id)
+            row_id = tx.insert_update(
+                run_id=rs.run_id,
+                update_id=update_id,
+                name=name,
+                args=json.dumps(args),
+                identity=identity,
+                created_at=rs.now,
+            )
+            rs.schedule_workflow_task()  # no-op when one is pending: it takes the update
+            rs.flush()
+            return row_id
+
+        row_id = await self.store.transaction(ask)
+        channel = update_channel(row_id)
+        notifier = self.store.notifier
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        with self.clock.waiting_for_result():
+            while True:
+                generation = notifier.generation(channel)
+                row = await self.store.transaction(lambda tx: tx.get_update(row_id))
+                if row is not None and row.state in (UPDATE_COMPLETED, UPDATE_REJECTED):
+                    return dict(json.loads(row.outcome or "{}"))
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise WorkflowUpdateFailedError(
+                        f"update {name!r} of workflow {workflow_id!r} got no outcome within "
+                        f"{timeout:g}s: is a worker polling the run's task queue?"
+                    )
+                await notifier.wait(channel, min(remaining, 0.5), since=generation)
 
     async def query_workflow(
         self,

@@ -58,6 +58,14 @@ def closed_channel(run_id: str) -> str:
 TIMERS_CHANNEL = "timers"
 
 
+UPDATE_REQUESTED, UPDATE_ACCEPTED, UPDATE_COMPLETED, UPDATE_REJECTED = 1, 2, 3, 4
+
+
+def update_channel(row_id: int) -> str:
+    """Wake-up channel notified when an update is accepted, completed or rejected."""
+    return f"update:{row_id}"
+
+
 def query_channel(query_id: int) -> str:
     """Wake-up channel notified when a query is answered."""
     return f"query:{query_id}"
@@ -105,6 +113,8 @@ class RunState:
         self.wft_wanted = False
         self.new_run_id: str | None = None
         self._closed_with: tuple[WorkflowExecutionStatus, JsonDict] | None = None
+        #: Update id -> WorkflowExecutionUpdateAccepted event id, within this change.
+        self.accepted_updates: dict[str, int] = {}
         #: False once known that no event is buffered for the run (skips a read on close).
         self.buffered_possible = True
         #: Set when a failing run is retried: (failure, backoff seconds).

@@ -67,6 +67,8 @@ class WorkflowTask:
     #: History from ``events[0].event_id`` (1 for a full history) to the started event.
     events: list[HistoryEvent]
     started_time: float
+    #: Update requests to deliver in this task: {update_id, name, args, identity}.
+    updates: list[JsonDict] = field(default_factory=list)
 
 
 @dataclass

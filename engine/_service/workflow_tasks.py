@@ -30,6 +30,10 @@ from .state import (
     HISTORY_MAX_EVENTS,
     HISTORY_WARN_BYTES,
     HISTORY_WARN_EVENTS,
+    UPDATE_ACCEPTED,
+    UPDATE_COMPLETED,
+    UPDATE_REJECTED,
+    UPDATE_REQUESTED,
     WFT_RETRY_MAX_DELAY,
     RunState,
     activity_channel,
@@ -38,6 +42,7 @@ from .state import (
     query_channel,
     started_attributes,
     task_queue_json,
+    update_channel,
     wft_channel,
 )
 from .types import (
@@ -190,6 +195,15 @@ class WorkflowTaskOps:
         if first > rs.next_event_id:
             first = 1
         events = _read_history(tx, run_id, first) + transient
+        updates = [
+            {
+                "update_id": u.update_id,
+                "name": u.name,
+                "args": json.loads(u.args),
+                "identity": u.identity,
+            }
+            for u in tx.updates_of_run(run_id, UPDATE_REQUESTED)
+        ]
         return WorkflowTask(
             namespace=rs.namespace,
             workflow_id=row.workflow_id,
@@ -202,6 +216,7 @@ class WorkflowTaskOps:
             request_id=request_id,
             events=events,
             started_time=now,
+            updates=updates,
         )
 
     async def complete_workflow_task(
@@ -210,8 +225,12 @@ class WorkflowTaskOps:
         commands: list[cmd.Command],
         identity: str,
         eager_activities: int = 0,
+        rejections: list[tuple[str, JsonDict]] | None = None,
     ) -> Completion:
         """Record a completed workflow task and turn its commands into events.
+
+        ``rejections`` are updates whose validator refused them: they are answered and
+        leave no trace in the history.
 
         With ``eager_activities`` > 0, up to that many activities the task scheduled on
         the same task queue are started at once for this worker and returned, saving a
@@ -220,7 +239,7 @@ class WorkflowTaskOps:
         run: the worker must replay afresh.
         """
         return await self.store.transaction(
-            self._complete_workflow_task, task, commands, identity, eager_activities
+            self._complete_workflow_task, task, commands, identity, eager_activities, rejections
         )
 
     def _current_wft(self, tx: StoreTx, task: WorkflowTask) -> tuple[RunState, Row]:
@@ -240,8 +259,15 @@ class WorkflowTaskOps:
         commands: list[cmd.Command],
         identity: str,
         eager_activities: int = 0,
+        rejections: list[tuple[str, JsonDict]] | None = None,
     ) -> Completion:
         rs, wft = self._current_wft(tx, task)
+        for update_id, failure in rejections or []:
+            row_id = tx.set_update(
+                task.run_id, update_id, UPDATE_REJECTED, json.dumps({"failure": failure})
+            )
+            if row_id:
+                tx.wake(update_channel(row_id))
         if wft.scheduled_event_id is None:
             scheduled_id, started_id = rs.write_transient_wft_events(wft)
         else:
@@ -288,6 +314,8 @@ class WorkflowTaskOps:
         for action in rs.after_commands:
             action()
         rs.after_commands = []
+        if rs.is_open and tx.updates_of_run(task.run_id, UPDATE_REQUESTED):
+            rs.wft_wanted = True  # updates that arrived while the task ran
         if rs.is_open:
             if wft.buffered and rs.flush_buffered():
                 rs.wft_wanted = True
@@ -425,6 +453,45 @@ class WorkflowTaskOps:
                 attrs["workflowRunTimeout"] = duration_to_json(command.run_timeout)
             rs.add_event("WorkflowExecutionContinuedAsNew", attrs)
             rs.close(S.CONTINUED_AS_NEW, new_run_id=new_id)
+        elif isinstance(command, cmd.AcceptUpdate):
+            accepted = rs.add_event(
+                "WorkflowExecutionUpdateAccepted",
+                {
+                    "protocolInstanceId": command.update_id,
+                    "acceptedRequestMessageId": f"{command.update_id}/request",
+                    "acceptedRequestSequencingEventId": str(completed_id - 1),
+                    "acceptedRequest": {
+                        "meta": {"updateId": command.update_id, "identity": command.identity},
+                        "input": {"name": command.name, "args": {"payloads": command.args}},
+                    },
+                },
+            )
+            rs.accepted_updates[command.update_id] = accepted
+            row_id = rs.tx.set_update(rs.run_id, command.update_id, UPDATE_ACCEPTED, None)
+            if row_id:
+                rs.tx.wake(update_channel(row_id))
+        elif isinstance(command, cmd.CompleteUpdate):
+            outcome: JsonDict = (
+                {"failure": command.failure}
+                if command.failure is not None
+                else {"success": {"payloads": command.result or []}}
+            )
+            accepted_id = rs.accepted_updates.get(command.update_id) or _accepted_event_id(
+                rs, command.update_id
+            )
+            rs.add_event(
+                "WorkflowExecutionUpdateCompleted",
+                {
+                    "meta": {"updateId": command.update_id},
+                    "acceptedEventId": str(accepted_id),
+                    "outcome": outcome,
+                },
+            )
+            row_id = rs.tx.set_update(
+                rs.run_id, command.update_id, UPDATE_COMPLETED, json.dumps(outcome)
+            )
+            if row_id:
+                rs.tx.wake(update_channel(row_id))
         elif isinstance(command, cmd.StartChildWorkflowExecution):
             self._start_child(rs, command, wtc, identity)
         elif isinstance(command, cmd.RequestCancelExternalWorkflowExecution):
@@ -720,6 +787,14 @@ def _user_timer_started_id(rs: RunState, timer_id: str) -> int:
     for timer in rs.tx.timers_of_run(rs.run_id):
         if timer.kind == "user" and timer.data == timer_id:
             return int(timer.ref)
+    return 0
+
+
+def _accepted_event_id(rs: RunState, update_id: str) -> int:
+    for row in rs.tx.read_events(rs.run_id, 1):
+        attrs = json.loads(row.attributes) if row.event_type.endswith("UpdateAccepted") else {}
+        if attrs.get("protocolInstanceId") == update_id:
+            return int(row.event_id)
     return 0
 
 

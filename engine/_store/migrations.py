@@ -184,11 +184,28 @@ _V4 = (
     "CREATE INDEX dn_workflow_tasks_timeout ON dn_workflow_tasks (timeout_at)",
 )
 
+_V5 = (
+    """CREATE TABLE dn_updates (
+        id {serial} NOT NULL,
+        run_id VARCHAR(64) NOT NULL,
+        update_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        args TEXT NOT NULL,
+        identity TEXT NOT NULL,
+        state SMALLINT NOT NULL,
+        created_at {double} NOT NULL,
+        outcome TEXT,
+        PRIMARY KEY (id)
+)""",
+    "CREATE INDEX dn_updates_run ON dn_updates (run_id, state)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, history, task queues, timers, attempts", _V1),
     Migration(2, "child workflows: parent event ids and parent close policy", _V2),
     Migration(3, "queries waiting for a worker", _V3),
     Migration(4, "workflow-task deadlines and buffered-event flag on the task row", _V4),
+    Migration(5, "workflow updates", _V5),
 )
 
 _SPELLING = {

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -214,6 +214,22 @@ queries = sa.Table(
     sa.Column("failure", sa.Text, nullable=True),
 )
 sa.Index("dn_queries_poll", queries.c.namespace, queries.c.task_queue, queries.c.state)
+
+# Migration 5: updates: requested (1), accepted (2), completed (3), rejected (4).
+updates = sa.Table(
+    "dn_updates",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), nullable=False),
+    sa.Column("update_id", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("args", sa.Text, nullable=False),
+    sa.Column("identity", sa.Text, nullable=False),
+    sa.Column("state", sa.SmallInteger, nullable=False),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("outcome", sa.Text, nullable=True),
+)
+sa.Index("dn_updates_run", updates.c.run_id, updates.c.state)
 
 # Constants shared by the store and the service.
 WFT_SCHEDULED = 1

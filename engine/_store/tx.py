@@ -183,6 +183,20 @@ ANSWER_QUERY = Q(
 )
 GET_QUERY = Q("SELECT id, state, answer, failure FROM dn_queries WHERE id = :id")
 DELETE_QUERY = Q("DELETE FROM dn_queries WHERE id = :id")
+INSERT_UPDATE = Q(
+    "INSERT INTO dn_updates (run_id, update_id, name, args, identity, state, created_at) "
+    "VALUES (:run_id, :update_id, :name, :args, :identity, 1, :created_at) RETURNING id"
+)
+UPDATES_OF_RUN = Q(
+    "SELECT id, update_id, name, args, identity FROM dn_updates "
+    "WHERE run_id = :run_id AND state = :state ORDER BY id"
+)
+FIND_UPDATE = Q(
+    "SELECT id FROM dn_updates WHERE run_id = :run_id AND update_id = :update_id "
+    "AND state IN (1, 2) ORDER BY id LIMIT 1"
+)
+SET_UPDATE = Q("UPDATE dn_updates SET state = :state, outcome = :outcome WHERE id = :id")
+GET_UPDATE = Q("SELECT id, state, outcome FROM dn_updates WHERE id = :id")
 WFT_BUSY = Q(
     "SELECT 1 FROM dn_workflow_tasks WHERE state = 2 OR (state = 1 AND visible_at <= :now) LIMIT 1"
 )
@@ -618,6 +632,30 @@ class StoreTx:
     def delete_query(self, query_id: int) -> None:
         """Forget a query."""
         self._q(DELETE_QUERY, {"id": query_id})
+
+    # -- updates ----------------------------------------------------------------------
+
+    def insert_update(self, **values: Any) -> int:
+        """Record an update request; return its row id."""
+        row = self._one(INSERT_UPDATE, values)
+        assert row is not None
+        return int(row[0])
+
+    def updates_of_run(self, run_id: str, state: int) -> Sequence[Row]:
+        """A run's updates in a state, oldest first."""
+        return self._q(UPDATES_OF_RUN, {"run_id": run_id, "state": state}).fetchall()
+
+    def set_update(self, run_id: str, update_id: str, state: int, outcome: str | None) -> int:
+        """Move an update (not yet finished) to ``state``; return its row id, or 0."""
+        row = self._one(FIND_UPDATE, {"run_id": run_id, "update_id": update_id})
+        if row is None:
+            return 0
+        self._q(SET_UPDATE, {"id": row.id, "state": state, "outcome": outcome})
+        return int(row.id)
+
+    def get_update(self, row_id: int) -> Row | None:
+        """An update row."""
+        return self._one(GET_UPDATE, {"id": row_id})
 
     # -- time skipping ----------------------------------------------------------------
 

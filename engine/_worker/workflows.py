@@ -274,9 +274,11 @@ class WorkflowRunner:
                 if isinstance(c, cmd.ScheduleActivityTask) and c.task_queue == self.task_queue
             )
             offered = self.activities.reserve(wanted)
+        cached = self._cache.get(task.run_id)
+        rejections = cached.driver.instance.take_rejections() if cached is not None else []
         try:
             completion = await self.service.complete_workflow_task(
-                task, commands, self.identity, offered
+                task, commands, self.identity, offered, rejections
             )
         except TaskNotFoundError as err:
             log.info("workflow task dropped: %s", err)
@@ -312,14 +314,14 @@ class WorkflowRunner:
                 events = await self._full_history(task)
             entry = self._new_entry(task, defn)
         driver = entry.driver
-        fut = loop.run_in_executor(self._pool, driver.apply, events)
+        fut = loop.run_in_executor(self._pool, driver.apply, events, (), task.updates)
         try:
             commands = await asyncio.wait_for(asyncio.shield(fut), self.deadlock_timeout)
         except CacheMismatchError:
             self._evict(task.run_id, forced=False)
             entry = self._new_entry(task, defn)
             events = await self._full_history(task)
-            fut = loop.run_in_executor(self._pool, entry.driver.apply, events)
+            fut = loop.run_in_executor(self._pool, entry.driver.apply, events, (), task.updates)
             commands = await asyncio.wait_for(asyncio.shield(fut), self.deadlock_timeout)
         self._cache_next[task.run_id] = entry.driver.next_event_id
         return commands
