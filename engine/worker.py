@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any
 
 from ._replay.definitions import ActivityDefinition, WorkflowDefinition
-from ._replay.instance import WorkflowTaskError
+from ._replay.handlers import WorkflowTaskError
 from ._replay.replayer import replay_events
 from ._replay.stepper import ReplaySession, Snapshot
 from ._worker.activities import ActivityRunner

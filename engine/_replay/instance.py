@@ -24,7 +24,6 @@ from ..common import ActivityCancellationType, ChildWorkflowCancellationType, Re
 from ..converter import DataConverter
 from ..exceptions import (
     ActivityError,
-    ApplicationError,
     CancelledError,
     FailureError,
     InvalidArgumentError,
@@ -35,20 +34,13 @@ from ..exceptions import (
 from . import commands as cmd
 from .definitions import WorkflowDefinition
 from .events import HistoryEvent
+from .handlers import MessageHandlers, WorkflowTaskError
 from .loop import DeterministicLoop
 
 log = logging.getLogger("engine.workflow")
 JsonDict = dict[str, Any]
 
 PATCH_MARKER = "core_patch"
-
-
-class WorkflowTaskError(Exception):
-    """Workflow code raised something that is not a workflow failure: fail the task."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(f"{type(cause).__name__}: {cause}")
-        self.cause = cause
 
 
 @dataclass
@@ -85,7 +77,7 @@ class _PendingActivity:
     cancel_sent: bool = False
 
 
-class WorkflowInstance(DeterministicLoop, workflow._Runtime):
+class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
     """One run's workflow object driven by activations. Not thread-safe: one at a time."""
 
     def __init__(
@@ -467,6 +459,9 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
         }
         pending.result.set_exception(self.converter.from_failure(wrapper))
 
+    def __repr__(self) -> str:
+        return f"<WorkflowInstance {self.defn.name} {self.workflow_id}/{self.run_id}>"
+
     # -- child workflows ----------------------------------------------------------------
 
     async def start_child_workflow(
@@ -632,151 +627,6 @@ class WorkflowInstance(DeterministicLoop, workflow._Runtime):
         except ValueError:
             return None
         return seq if seq in self._timers else None
-
-    # -- updates ------------------------------------------------------------------------
-
-    def take_rejections(self) -> list[tuple[str, JsonDict]]:
-        """Updates the validators refused in the last activation: (update id, failure)."""
-        rejections, self._rejections = self._rejections, []
-        return rejections
-
-    def _update(self, request: JsonDict) -> None:
-        update_id, name = str(request["update_id"]), str(request["name"])
-        replaying = bool(request.get("replay"))
-        handler = self.defn.updates.get(name) or self.defn.updates.get(None)
-        if handler is None:
-            known = ", ".join(sorted(n for n in self.defn.updates if n)) or "none"
-            err = ApplicationError(
-                f"workflow {self.defn.name} has no update handler {name!r} (it has: {known})",
-                type="UnknownUpdate",
-            )
-            if replaying:
-                raise WorkflowTaskError(err)
-            self._rejections.append((update_id, self.converter.to_failure(err)))
-            return
-        payloads = request.get("args") or []
-        if handler.name is None:
-            args = [name, *self.converter.from_payloads_json(payloads, None)]
-        else:
-            args = self.converter.from_payloads_json(payloads, handler.arg_types)
-        if not replaying and handler.validator is not None:
-            try:
-                handler.validator(self._object, *args)
-            except Exception as err:  # refused before anything is recorded
-                self._rejections.append((update_id, self.converter.to_failure(err)))
-                return
-        self._commands.append(
-            cmd.AcceptUpdate(update_id, name, list(payloads), str(request.get("identity", "")))
-        )
-        bound = getattr(self._object, handler.fn.__name__)
-        self._handlers_running += 1
-        if handler.is_async:
-            task = self.create_task(bound(*args), name=f"update:{name}")
-            task.add_done_callback(lambda t: self._update_done(update_id, t))
-            return
-        try:
-            value = bound(*args)
-        except FailureError as err:
-            self._finish_update(update_id, None, err)
-        except Exception as err:
-            raise WorkflowTaskError(err) from err
-        else:
-            self._finish_update(update_id, value, None)
-
-    def _update_done(self, update_id: str, task: asyncio.Task[Any]) -> None:
-        if task.cancelled():
-            self._finish_update(update_id, None, CancelledError("update handler cancelled"))
-            return
-        exc = task.exception()
-        if exc is None:
-            self._finish_update(update_id, task.result(), None)
-        elif isinstance(exc, FailureError):
-            self._finish_update(update_id, None, exc)
-        else:
-            self._handlers_running -= 1
-            self._callback_error = exc  # not a failure: the workflow task fails
-
-    def _finish_update(self, update_id: str, value: Any, err: BaseException | None) -> None:
-        self._handlers_running -= 1
-        if err is not None:
-            self._commands.append(
-                cmd.CompleteUpdate(update_id, failure=self.converter.to_failure(err))
-            )
-        else:
-            self._commands.append(
-                cmd.CompleteUpdate(update_id, result=self.converter.to_payloads_json([value]))
-            )
-
-    # -- queries ------------------------------------------------------------------------
-
-    def query(self, name: str, payloads: list[JsonDict] | None) -> list[JsonDict]:
-        """Run a query handler against the current state; return the encoded result."""
-        handler = self.defn.queries.get(name) or self.defn.queries.get(None)
-        if handler is None:
-            known = ", ".join(sorted(n for n in self.defn.queries if n)) or "none"
-            raise InvalidArgumentError(
-                f"workflow {self.defn.name} has no query handler {name!r} (it has: {known})"
-            )
-        if handler.is_async:
-            raise InvalidArgumentError(
-                f"query handler {name!r} of {self.defn.name} is 'async def': query handlers "
-                "must be plain methods that only read state"
-            )
-        if handler.name is None:
-            args = [name, *self.converter.from_payloads_json(payloads, None)]
-        else:
-            args = self.converter.from_payloads_json(payloads, handler.arg_types)
-        bound = getattr(self._object, handler.fn.__name__)
-        previous = asyncio.events._get_running_loop()
-        asyncio.events._set_running_loop(self)
-        try:
-            value = bound(*args)
-        finally:
-            asyncio.events._set_running_loop(previous)
-        return self.converter.to_payloads_json([value])
-
-    # -- signals ------------------------------------------------------------------------
-
-    def _signal(self, name: str, payloads: list[JsonDict] | None) -> None:
-        handler = self.defn.signals.get(name) or self.defn.signals.get(None)
-        if handler is None:
-            log.warning(
-                "workflow %s (%s) has no signal handler %r; the signal is dropped",
-                self.workflow_id,
-                self.defn.name,
-                name,
-            )
-            return
-        hints = handler.arg_types
-        if handler.name is None:
-            args = [name, *self.converter.from_payloads_json(payloads, None)]
-        else:
-            args = self.converter.from_payloads_json(payloads, hints)
-        bound = getattr(self._object, handler.fn.__name__)
-        if handler.is_async:
-            self._handlers_running += 1
-            task = self.create_task(bound(*args), name=f"signal:{name}")
-            task.add_done_callback(self._handler_done)
-        else:
-            try:
-                bound(*args)
-            except FailureError as err:
-                self._handler_failure = err  # fails the run, as from the main method
-            except Exception as err:
-                raise WorkflowTaskError(err) from err
-
-    def _handler_done(self, task: asyncio.Task[Any]) -> None:
-        self._handlers_running -= 1
-        if not task.cancelled() and task.exception() is not None:
-            exc = task.exception()
-            assert exc is not None
-            if isinstance(exc, FailureError):
-                self._handler_failure = exc  # a failure in a handler fails the run
-            else:
-                self._callback_error = exc
-
-    def __repr__(self) -> str:
-        return f"<WorkflowInstance {self.defn.name} {self.workflow_id}/{self.run_id}>"
 
 
 async def _until_resolved(result: asyncio.Future[Any], request_cancel: Callable[[], None]) -> Any:

@@ -14,7 +14,8 @@ from ..exceptions import InvalidArgumentError, NondeterminismError
 from .definitions import WorkflowDefinition
 from .driver import HistoryDriver
 from .events import HistoryEvent
-from .instance import WorkflowInstance, WorkflowTaskError
+from .handlers import WorkflowTaskError
+from .instance import WorkflowInstance
 
 
 @dataclass

@@ -26,7 +26,7 @@ from . import commands as cmd
 from .definitions import WorkflowDefinition
 from .driver import HistoryDriver
 from .events import HistoryEvent
-from .instance import WorkflowTaskError
+from .handlers import WorkflowTaskError
 from .replayer import new_driver
 
 _ENGINE_DIR = str(Path(__file__).resolve().parents[1])

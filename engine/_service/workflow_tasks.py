@@ -18,12 +18,12 @@ from .._store.tx import Row, StoreTx
 from ..common import (
     RetryPolicy,
     WorkflowExecutionStatus,
-    WorkflowIDReusePolicy,
     duration_from_json,
     duration_to_json,
 )
-from ..exceptions import InvalidArgumentError, WorkflowAlreadyStartedError
+from ..exceptions import InvalidArgumentError
 from . import activities
+from .children import ChildOps
 from .clock import Clock
 from .state import (
     HISTORY_MAX_BYTES,
@@ -58,16 +58,6 @@ log = logging.getLogger("engine.service")
 S = WorkflowExecutionStatus
 
 
-_PARENT_CLOSE = {0: "UNSPECIFIED", 1: "TERMINATE", 2: "ABANDON", 3: "REQUEST_CANCEL"}
-_REUSE = {
-    0: "UNSPECIFIED",
-    1: "ALLOW_DUPLICATE",
-    2: "ALLOW_DUPLICATE_FAILED_ONLY",
-    3: "REJECT_DUPLICATE",
-    4: "TERMINATE_IF_RUNNING",
-}
-
-
 class TaskNotFoundError(Exception):
     """A completion for a task that is no longer current (timed out, run closed, ...)."""
 
@@ -80,7 +70,7 @@ class Completion:
     activities: list[ActivityTask] = field(default_factory=list)
 
 
-class WorkflowTaskOps:
+class WorkflowTaskOps(ChildOps):
     """Claiming, completing and failing workflow tasks."""
 
     store: Store
@@ -498,155 +488,6 @@ class WorkflowTaskOps:
             self._cancel_external(rs, command, wtc, identity)
         else:
             raise InvalidArgumentError(f"unknown command {type(command).__name__}")
-
-    def _start_child(
-        self, rs: RunState, c: cmd.StartChildWorkflowExecution, wtc: str, identity: str
-    ) -> None:
-        attrs: JsonDict = {
-            "namespace": rs.namespace,
-            "workflowId": c.workflow_id,
-            "workflowType": {"name": c.workflow_type},
-            "taskQueue": task_queue_json(c.task_queue),
-            "input": {"payloads": c.input},
-        }
-        if c.execution_timeout:
-            attrs["workflowExecutionTimeout"] = duration_to_json(c.execution_timeout)
-        if c.run_timeout:
-            attrs["workflowRunTimeout"] = duration_to_json(c.run_timeout)
-        attrs["workflowTaskTimeout"] = duration_to_json(c.task_timeout or 10.0)
-        attrs["parentClosePolicy"] = "PARENT_CLOSE_POLICY_" + _PARENT_CLOSE[c.parent_close_policy]
-        attrs["workflowTaskCompletedEventId"] = wtc
-        attrs["workflowIdReusePolicy"] = "WORKFLOW_ID_REUSE_POLICY_" + _REUSE[c.id_reuse_policy]
-        attrs["header"] = {}
-        initiated = rs.add_event("StartChildWorkflowExecutionInitiated", attrs)
-
-        def start() -> None:
-            # After all of the task's commands: the child's start is a new fact for the
-            # parent, recorded after its command events (as Temporal does).
-            if not rs.is_open and c.parent_close_policy != 2:
-                return  # the parent closed in the same task: the child would end at once
-            req = StartWorkflowRequest(
-                namespace=rs.namespace,
-                workflow_id=c.workflow_id,
-                workflow_type=c.workflow_type,
-                task_queue=c.task_queue,
-                input=c.input,
-                id_reuse_policy=WorkflowIDReusePolicy(c.id_reuse_policy),
-                execution_timeout=c.execution_timeout,
-                run_timeout=c.run_timeout,
-                task_timeout=c.task_timeout or 10.0,
-                identity=identity,
-                request_id=str(uuid.uuid4()),
-                parent_workflow_id=rs.workflow_id,
-                parent_run_id=rs.run_id,
-                parent_initiated_event_id=initiated,
-                parent_close_policy=c.parent_close_policy,
-            )
-            base = {
-                "namespace": rs.namespace,
-                "initiatedEventId": str(initiated),
-            }
-            try:
-                result = self._start_workflow(rs.tx, req)
-            except WorkflowAlreadyStartedError:
-                if not rs.is_open:
-                    return
-                rs.add_event(
-                    "StartChildWorkflowExecutionFailed",
-                    {
-                        **base,
-                        "workflowId": c.workflow_id,
-                        "workflowType": {"name": c.workflow_type},
-                        "cause": "START_CHILD_WORKFLOW_EXECUTION_FAILED_CAUSE_WORKFLOW_ALREADY_EXISTS",
-                        "workflowTaskCompletedEventId": wtc,
-                    },
-                )
-            else:
-                if not rs.is_open:
-                    return  # abandoned child of a closed parent: nothing more to record
-                started = rs.add_event(
-                    "ChildWorkflowExecutionStarted",
-                    {
-                        **base,
-                        "workflowExecution": {"workflowId": c.workflow_id, "runId": result.run_id},
-                        "workflowType": {"name": c.workflow_type},
-                        "header": {},
-                    },
-                )
-                rs.tx.update_execution(result.run_id, parent_started_event_id=started)
-            rs.wft_wanted = True
-
-        rs.after_commands.append(start)
-
-    def _cancel_external(
-        self,
-        rs: RunState,
-        c: cmd.RequestCancelExternalWorkflowExecution,
-        wtc: str,
-        identity: str,
-    ) -> None:
-        target: JsonDict = {"workflowId": c.workflow_id}
-        if c.run_id:
-            target["runId"] = c.run_id
-        initiated = rs.add_event(
-            "RequestCancelExternalWorkflowExecutionInitiated",
-            {
-                "workflowTaskCompletedEventId": wtc,
-                "namespace": rs.namespace,
-                "workflowExecution": target,
-                "childWorkflowOnly": c.child_workflow_only,
-            },
-        )
-
-        def request() -> None:
-            tx = rs.tx
-            row = (
-                tx.get_execution(c.run_id)
-                if c.run_id
-                else tx.find_open_run(rs.namespace, c.workflow_id)
-            )
-            if row is not None:
-                row = tx.lock_execution(row.run_id)
-            if row is None or row.status != S.RUNNING or row.workflow_id != c.workflow_id:
-                if not rs.is_open:
-                    return
-                rs.add_event(
-                    "RequestCancelExternalWorkflowExecutionFailed",
-                    {
-                        "cause": "CANCEL_EXTERNAL_WORKFLOW_EXECUTION_FAILED_CAUSE_EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND",
-                        "workflowTaskCompletedEventId": wtc,
-                        "namespace": rs.namespace,
-                        "workflowExecution": target,
-                        "initiatedEventId": str(initiated),
-                    },
-                )
-            else:
-                other = RunState(tx, row, rs.now)
-                other.record(
-                    "WorkflowExecutionCancelRequested",
-                    {
-                        "externalInitiatedEventId": str(initiated),
-                        "externalWorkflowExecution": {
-                            "workflowId": rs.workflow_id,
-                            "runId": rs.run_id,
-                        },
-                        "identity": identity,
-                    },
-                )
-                other.flush()
-                if not rs.is_open:
-                    return  # the request goes out; the closed run records nothing more
-                rs.add_event(
-                    "ExternalWorkflowExecutionCancelRequested",
-                    {
-                        "initiatedEventId": str(initiated),
-                        "namespace": rs.namespace,
-                        "workflowExecution": {"workflowId": row.workflow_id, "runId": row.run_id},
-                    },
-                )
-            rs.wft_wanted = True
-
-        rs.after_commands.append(request)
 
     def _workflow_retry(self, rs: RunState, failure: JsonDict) -> tuple[str, float | None]:
         """Retry state of a failing run, and the backoff before its retry (None: no retry).

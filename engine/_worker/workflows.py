@@ -18,7 +18,8 @@ from .._replay import commands as cmd
 from .._replay.definitions import WorkflowDefinition
 from .._replay.driver import CacheMismatchError, HistoryDriver
 from .._replay.events import HistoryEvent
-from .._replay.instance import WorkflowInstance, WorkflowTaskError
+from .._replay.handlers import WorkflowTaskError
+from .._replay.instance import WorkflowInstance
 from .._replay.replayer import answer_query
 from .._service.activity_ops import EagerWorkflowTask
 from .._service.service import Service
