@@ -22,7 +22,11 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from engine import Client, WorkflowAlreadyStartedError
-from engine.exceptions import InvalidArgumentError, WorkflowNotFoundError
+from engine.exceptions import (
+    InvalidArgumentError,
+    WorkflowNotFoundError,
+    WorkflowUpdateFailedError,
+)
 
 STATIC = Path(__file__).parent / "static"
 AUTH_RESOURCE = "durable"
@@ -100,7 +104,7 @@ class DurableAPIHandler(APIHandler):
         if isinstance(value, BadRequest | InvalidArgumentError | WorkflowNotFoundError):
             self.log.info("durable API: %s", value)
             return
-        if isinstance(value, WorkflowAlreadyStartedError):
+        if isinstance(value, WorkflowAlreadyStartedError | WorkflowUpdateFailedError):
             self.log.info("durable API: %s", value)
             return
         super().log_exception(typ, value, tb)
@@ -184,6 +188,8 @@ def _status_of(exc: BaseException | None, default: int) -> int:
         return 404
     if isinstance(exc, WorkflowAlreadyStartedError):
         return 409
+    if isinstance(exc, WorkflowUpdateFailedError):
+        return 422
     return default
 
 
@@ -196,6 +202,8 @@ def _error_of(status: int, exc: BaseException | None, reason: str) -> tuple[str,
         return "not_found", str(exc)
     if isinstance(exc, WorkflowAlreadyStartedError):
         return "already_started", str(exc)
+    if isinstance(exc, WorkflowUpdateFailedError):
+        return "update_failed", str(exc)
     if isinstance(exc, web.HTTPError):
         return {
             401: "unauthorized",
@@ -313,6 +321,20 @@ class QueryHandler(DurableAPIHandler):
         self.write_json({"result": result})
 
 
+class UpdateHandler(DurableAPIHandler):
+    """``POST workflows/{id}/update`` with ``{name, args}`` → ``{result}``; a rejected or
+    failed update is a 422 with the workflow's message."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, workflow_id: str) -> None:
+        data = self.body_object()
+        self.check_fields(data, {"name": str}, {"args": list})
+        handle = await self.existing_handle(workflow_id)
+        result = await handle.execute_update(data["name"], args=data.get("args", []))
+        self.write_json({"result": result})
+
+
 class CancelHandler(DurableAPIHandler):
     """``POST workflows/{id}/cancel`` with an optional ``{reason}``."""
 
@@ -387,6 +409,7 @@ def routes() -> list[tuple[str, Any, dict[str, Any]] | tuple[str, Any]]:
         (rf"{api}/workflows/{wid}/attempts/?", AttemptsHandler),
         (rf"{api}/workflows/{wid}/signal/?", SignalHandler),
         (rf"{api}/workflows/{wid}/query/?", QueryHandler),
+        (rf"{api}/workflows/{wid}/update/?", UpdateHandler),
         (rf"{api}/workflows/{wid}/cancel/?", CancelHandler),
         (rf"{api}/workflows/{wid}/terminate/?", TerminateHandler),
         (rf"{api}/workflows/{wid}/?", WorkflowHandler),

@@ -460,3 +460,64 @@ class ShortNap:
     async def run(self) -> str:
         await workflow.sleep(0.5)
         return "rested"
+
+
+@workflow.defn
+class Tally:
+    """Counts through an update with a validator; ends on a signal."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.done = False
+
+    @workflow.run
+    async def run(self) -> int:
+        await workflow.wait_condition(lambda: self.done)
+        return self.total
+
+    @workflow.update
+    def add(self, n: int) -> int:
+        self.total += n
+        return self.total
+
+    @add.validator
+    def check_add(self, n: int) -> None:
+        if n <= 0:
+            raise ApplicationError("only positive amounts", type="NotPositive")
+
+    @workflow.signal
+    def finish(self) -> None:
+        self.done = True
+
+
+def test_update_endpoint(jp_fetch: Any, run: Any, db_url: str) -> None:
+    async def scenario() -> None:
+        client = await Client.connect(db_url)
+        async with client, Worker(client, task_queue="tally", workflows=[Tally]):
+            status, body = await _post(
+                jp_fetch,
+                "workflows",
+                body={
+                    "workflow_type": "Tally",
+                    "workflow_id": "tally-1",
+                    "task_queue": "tally",
+                },
+            )
+            assert status == 201, body
+            status, body = await _post(
+                jp_fetch, "workflows", "tally-1", "update", body={"name": "add", "args": [2]}
+            )
+            assert (status, body) == (200, {"result": 2})
+            status, body = await _post(
+                jp_fetch, "workflows", "tally-1", "update", body={"name": "add", "args": [0]}
+            )
+            assert status == 422 and body["error"]["code"] == "update_failed", body
+            assert "only positive amounts" in body["error"]["message"]
+            status, body = await _post(
+                jp_fetch, "workflows", "tally-1", "update", body={"args": [1]}
+            )
+            assert status == 400, body
+            await client.get_workflow_handle("tally-1").signal("finish")
+            assert await client.get_workflow_handle("tally-1").result() == 2
+
+    run(scenario())
