@@ -85,7 +85,7 @@ class ActivityOps:
                 return None
             if rs.wft_wanted:
                 # Schedule now (not at flush) so the task can be started in this same write.
-                rs.schedule_workflow_task()
+                rs.schedule_workflow_task(defer_insert=True)
                 rs.wft_wanted = False
             wft = rs.workflow_task()
             if (

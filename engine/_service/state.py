@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from .._store.schema import WFT_SCHEDULED, WFT_STARTED
@@ -110,6 +111,7 @@ class RunState:
         self._changes: dict[str, Any] = {}
         self._wft: Row | None = None
         self._wft_loaded = False
+        self._wft_insert: dict[str, Any] | None = None
         self.wft_wanted = False
         self.new_run_id: str | None = None
         self._closed_with: tuple[WorkflowExecutionStatus, JsonDict] | None = None
@@ -180,14 +182,22 @@ class RunState:
         """Delete the workflow task row (and its retry timer, which only a retried
         attempt can have)."""
         wft = self._wft if self._wft_loaded else None
+        self._wft_insert = None
         self.tx.delete_workflow_task(self.run_id)
         if wft is None or int(wft.attempt) > 1:
             self.tx.delete_timers(self.run_id, ("wft_retry",))
         self._wft = None
         self._wft_loaded = True
 
-    def schedule_workflow_task(self, *, attempt: int = 1, delay: float = 0.0) -> None:
-        """Schedule a workflow task unless one is pending. Attempts > 1 stay transient."""
+    def schedule_workflow_task(
+        self, *, attempt: int = 1, delay: float = 0.0, defer_insert: bool = False
+    ) -> None:
+        """Schedule a workflow task unless one is pending. Attempts > 1 stay transient.
+
+        With ``defer_insert`` the task row is kept in memory until it is started in the
+        same transaction (eager hand-off: one insert instead of insert, read, update) or
+        until :meth:`flush`.
+        """
         if self.workflow_task() is not None or not self.is_open:
             return
         timeout = float(self.row.workflow_task_timeout)
@@ -202,7 +212,7 @@ class RunState:
                 },
             )
         visible_at = self.now + delay
-        self.tx.insert_workflow_task(
+        values: dict[str, Any] = dict(
             run_id=self.run_id,
             namespace=self.namespace,
             task_queue=self.task_queue,
@@ -213,11 +223,34 @@ class RunState:
             visible_at=visible_at,
             start_to_close=timeout,
         )
-        self._wft_loaded = False
+        if defer_insert and delay <= 0:
+            self._wft_insert = values
+            self._wft = SimpleNamespace(
+                **values,
+                started_event_id=None,
+                started_time=None,
+                identity=None,
+                request_id=None,
+                timeout_at=None,
+                buffered=None,
+            )
+            self._wft_loaded = True
+        else:
+            self.tx.insert_workflow_task(**values)
+            self._wft_loaded = False
         if delay > 0:
             add_timer(self.tx, self.now, self.run_id, "wft_retry", 0, attempt, visible_at, None)
         else:
             self.tx.wake(wft_channel(self.namespace, self.task_queue))
+
+    def update_workflow_task(self, **values: Any) -> None:
+        """Change the run's workflow task (writing a deferred insert, if any, at once)."""
+        if self._wft_insert is not None:
+            self.tx.insert_workflow_task(**{**self._wft_insert, **values})
+            self._wft_insert = None
+        else:
+            self.tx.update_workflow_task(self.run_id, **values)
+        self._wft_loaded = False
 
     def write_transient_wft_events(self, wft: Row) -> tuple[int, int]:
         """Persist the Scheduled/Started events of a retried (transient) workflow task,
@@ -266,6 +299,7 @@ class RunState:
         self.tx.delete_workflow_task(self.run_id)
         self._wft = None
         self._wft_loaded = True
+        self._wft_insert = None
         self.tx.delete_activity_tasks_of_run(self.run_id)
         self.tx.delete_timers_of_run(self.run_id)
         if self.buffered_possible:
@@ -281,6 +315,9 @@ class RunState:
 
     def flush(self) -> None:
         """Write events and run changes; schedule a workflow task if one is wanted."""
+        if self._wft_insert is not None:
+            self.tx.insert_workflow_task(**self._wft_insert)
+            self._wft_insert = None
         if self.wft_wanted and self.is_open:
             self.schedule_workflow_task()
         self.wft_wanted = False

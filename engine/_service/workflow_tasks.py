@@ -170,8 +170,7 @@ class WorkflowTaskOps(ChildOps):
                 ),
                 HistoryEvent(started_event_id, now, "WorkflowTaskStarted", started_attrs),
             ]
-        tx.update_workflow_task(
-            run_id,
+        rs.update_workflow_task(
             state=WFT_STARTED,
             started_event_id=started_event_id,
             started_time=now,
