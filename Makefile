@@ -20,8 +20,9 @@ install-test:
 	$(ENABLE_EXT)
 
 # JupyterLab on 127.0.0.1 with the engine inside (embedded SQLite under the repository).
+# (Jupyter refuses to run as root without --allow-root: machines here log in as root.)
 lab: install
-	$(PYTHON) -m jupyter lab --ip=127.0.0.1 --no-browser
+	$(PYTHON) -m jupyter lab --ip=127.0.0.1 --no-browser $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 # A durable workflow from a plain script, no Jupyter.
 demo:
