@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,6 +55,39 @@ class Shipment:
         )
 
 
+@workflow.defn(name="Swap")
+class SwapTimerFirst:
+    """The seed's worked case, as first deployed: a long timer, then an activity."""
+
+    @workflow.run
+    async def run(self, item: str) -> str:
+        await workflow.sleep(timedelta(hours=1))
+        return await workflow.execute_activity(
+            pack, args=[item], start_to_close_timeout=timedelta(seconds=10)
+        )
+
+
+@workflow.defn(name="Swap")
+class SwapActivityFirst:
+    """The same type redeployed with the two steps swapped."""
+
+    @workflow.run
+    async def run(self, item: str) -> str:
+        packed = await workflow.execute_activity(
+            pack, args=[item], start_to_close_timeout=timedelta(seconds=10)
+        )
+        await workflow.sleep(timedelta(hours=1))
+        return packed
+
+
+async def _until_event(handle: Any, event_type: str) -> None:
+    for _ in range(500):
+        if any(e.event_type == event_type for e in (await handle.fetch_history()).events):
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no {event_type}")
+
+
 async def _populate(url: str) -> None:
     async with await Client.connect(url) as client:
         async with Worker(client, task_queue="ship", workflows=[Shipment], activities=[pack]):
@@ -64,6 +98,16 @@ async def _populate(url: str) -> None:
         await client.start_workflow(
             "Shipment", args=["kettle"], id="shipment-kettle", task_queue="nobody-polls"
         )
+        # A run waiting on its timer meets code with the steps swapped: its next workflow
+        # task (woken by a signal) fails with a non-determinism error.
+        async with Worker(client, task_queue="swap", workflows=[SwapTimerFirst], activities=[pack]):
+            swap = await client.start_workflow("Swap", args=["cup"], id="swap-1", task_queue="swap")
+            await _until_event(swap, "TimerStarted")
+        async with Worker(
+            client, task_queue="swap", workflows=[SwapActivityFirst], activities=[pack]
+        ):
+            await swap.signal("poke")
+            await _until_event(swap, "WorkflowTaskFailed")
 
 
 def _free_port() -> int:
@@ -148,7 +192,7 @@ def test_list_then_execution_page(server: str) -> None:
             expect(page.get_by_role("link", name="shipment-teapot")).to_be_visible()
             expect(page.get_by_role("link", name="shipment-kettle")).to_be_visible()
             expect(table.get_by_text("COMPLETED")).to_be_visible()
-            expect(table.get_by_text("RUNNING")).to_be_visible()
+            expect(table.get_by_text("RUNNING")).to_have_count(2)  # kettle, and the swapped run
             page.screenshot(path=str(ARTIFACTS / "ui-executions.png"), full_page=True)
 
             # The filter box, by keyboard: the list query language.
@@ -192,6 +236,14 @@ def test_list_then_execution_page(server: str) -> None:
             page.get_by_role("button", name="Terminate").click()
             expect(page.locator("#summary").get_by_text("TERMINATED")).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "ui-execution-terminated.png"), full_page=True)
+
+            # The non-determinism error of the swapped run is visible on its page.
+            page.goto(f"{server}durable/?token={TOKEN}#/workflows/swap-1")
+            expect(page.get_by_role("heading", name="Workflow swap-1")).to_be_visible()
+            expect(page.locator("#summary").get_by_text("(failing)")).to_be_visible()
+            page.get_by_role("button", name="Compact").click()
+            expect(page.locator("#history").get_by_text("history event 5").first).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "ui-nondeterminism.png"), full_page=True)
             assert errors == []
         finally:
             browser.close()
