@@ -315,9 +315,8 @@ def canceled(rs: RunState, act: Row, details: list[JsonDict]) -> None:
         attrs["details"] = {"payloads": details}
     requested = [
         e.event_id
-        for e in rs.tx.read_events(rs.run_id, act.scheduled_event_id)
-        if e.event_type == "ActivityTaskCancelRequested"
-        and json.loads(e.attributes).get("scheduledEventId") == str(act.scheduled_event_id)
+        for e in rs.tx.events_of_type(rs.run_id, "ActivityTaskCancelRequested")
+        if json.loads(e.attributes).get("scheduledEventId") == str(act.scheduled_event_id)
     ]
     if requested:
         attrs["latestCancelRequestedEventId"] = str(requested[-1])

@@ -631,9 +631,8 @@ def _user_timer_started_id(rs: RunState, timer_id: str) -> int:
 
 
 def _accepted_event_id(rs: RunState, update_id: str) -> int:
-    for row in rs.tx.read_events(rs.run_id, 1):
-        attrs = json.loads(row.attributes) if row.event_type.endswith("UpdateAccepted") else {}
-        if attrs.get("protocolInstanceId") == update_id:
+    for row in rs.tx.events_of_type(rs.run_id, "WorkflowExecutionUpdateAccepted"):
+        if json.loads(row.attributes).get("protocolInstanceId") == update_id:
             return int(row.event_id)
     return 0
 

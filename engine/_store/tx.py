@@ -77,6 +77,10 @@ READ_EVENTS = Q(
     "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
     "WHERE run_id = :run_id AND event_id >= :first ORDER BY event_id"
 )
+EVENTS_OF_TYPE = Q(
+    "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
+    "WHERE run_id = :run_id AND event_type = :t ORDER BY event_id"
+)
 FIRST_EVENT = Q(
     "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
     "WHERE run_id = :run_id AND event_id = 1"
@@ -387,6 +391,10 @@ class StoreTx:
     def read_events(self, run_id: str, first_event_id: int = 1) -> Sequence[Row]:
         """Events of a run from ``first_event_id`` on, in order."""
         return self._q(READ_EVENTS, {"run_id": run_id, "first": first_event_id}).fetchall()
+
+    def events_of_type(self, run_id: str, event_type: str) -> Sequence[Row]:
+        """A run's events of one type, in order."""
+        return self._q(EVENTS_OF_TYPE, {"run_id": run_id, "t": event_type}).fetchall()
 
     def first_event(self, run_id: str) -> Row | None:
         """The first event of a run (WorkflowExecutionStarted)."""

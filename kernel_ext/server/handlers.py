@@ -130,6 +130,13 @@ class DurableAPIHandler(APIHandler):
             raise BadRequest(f"the request body must be a JSON object, not {type(data).__name__}")
         return data
 
+    async def message(self, workflow_id: str) -> tuple[Any, str, list[Any]]:
+        """A signal, query or update request: ``{name, args}`` and the run's handle."""
+        data = self.body_object()
+        self.check_fields(data, {"name": str}, {"args": list})
+        handle = await self.existing_handle(workflow_id)
+        return handle, data["name"], list(data.get("args", []))
+
     @staticmethod
     def check_fields(
         data: dict[str, Any], required: dict[str, type], optional: dict[str, type]
@@ -301,10 +308,8 @@ class SignalHandler(DurableAPIHandler):
     @web.authenticated
     @authorized
     async def post(self, workflow_id: str) -> None:
-        data = self.body_object()
-        self.check_fields(data, {"name": str}, {"args": list})
-        handle = await self.existing_handle(workflow_id)
-        await handle.signal(data["name"], args=data.get("args", []))
+        handle, name, args = await self.message(workflow_id)
+        await handle.signal(name, args=args)
         self.write_json({"ok": True}, 202)
 
 
@@ -314,10 +319,8 @@ class QueryHandler(DurableAPIHandler):
     @web.authenticated
     @authorized
     async def post(self, workflow_id: str) -> None:
-        data = self.body_object()
-        self.check_fields(data, {"name": str}, {"args": list})
-        handle = await self.existing_handle(workflow_id)
-        result = await handle.query(data["name"], args=data.get("args", []))
+        handle, name, args = await self.message(workflow_id)
+        result = await handle.query(name, args=args)
         self.write_json({"result": result})
 
 
@@ -328,10 +331,8 @@ class UpdateHandler(DurableAPIHandler):
     @web.authenticated
     @authorized
     async def post(self, workflow_id: str) -> None:
-        data = self.body_object()
-        self.check_fields(data, {"name": str}, {"args": list})
-        handle = await self.existing_handle(workflow_id)
-        result = await handle.execute_update(data["name"], args=data.get("args", []))
+        handle, name, args = await self.message(workflow_id)
+        result = await handle.execute_update(name, args=args)
         self.write_json({"result": result})
 
 
