@@ -8,8 +8,11 @@ SQLite or PostgreSQL. Clients and workers reach the service through the shared d
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import inspect
+import json
+import math
 import os
 import socket
 import uuid
@@ -41,12 +44,13 @@ from .exceptions import (
     WorkflowFailureError,
     WorkflowUpdateFailedError,
 )
-from .history import WorkflowHistory
+from .history import HistoryEvent, WorkflowHistory
 from .workflow import definition_name, handler_name
 
 __all__ = [
     "Client",
     "WorkflowExecution",
+    "WorkflowExecutionAsyncIterator",
     "WorkflowExecutionDescription",
     "WorkflowExecutionStatus",
     "WorkflowHandle",
@@ -138,6 +142,12 @@ class Client:
     def database_url(self) -> str:
         """The database URL (password hidden)."""
         return self.store.display_url
+
+    @property
+    def clock(self) -> Clock:
+        """The clock this client's runs are timed by (a :class:`~engine.SkippingClock`
+        under time skipping): ``client.clock.now()`` is "now" in their histories."""
+        return self.service.clock
 
     # -- service background duties (shared by the workers of this client) --------------
 
@@ -289,15 +299,118 @@ class Client:
             workflow_id, run_id=run_id, result_type=WorkflowDefinition.of(workflow).return_type
         )
 
-    async def list_workflows(
-        self, query: str | None = None, *, limit: int = 1000
-    ) -> AsyncIterator[WorkflowExecution]:
+    def list_workflows(
+        self,
+        query: str | None = None,
+        *,
+        limit: int | None = None,
+        page_size: int = 1000,
+        next_page_token: bytes | None = None,
+    ) -> WorkflowExecutionAsyncIterator:
         """Runs of the namespace, newest first, filtered by ``query``: terms such as
         ``WorkflowType = 'Order' AND ExecutionStatus = 'Running'`` (also WorkflowId, RunId,
-        TaskQueue), a subset of Temporal's list filter."""
-        rows = await self.service.list_runs(self.namespace, limit, query)
-        for row in rows:
-            yield WorkflowExecution.from_row(row)
+        TaskQueue), a subset of Temporal's list filter.
+
+        ``async for`` reads every match (at most ``limit``), ``page_size`` at a time. To
+        serve one page at a time (a UI, a REST API), call ``fetch_next_page()`` on the
+        returned iterator and keep its ``next_page_token`` for the next request.
+        """
+        return WorkflowExecutionAsyncIterator(self, query, limit, page_size, next_page_token)
+
+
+class WorkflowExecutionAsyncIterator:
+    """What ``Client.list_workflows()`` returns: runs newest first, a page at a time.
+
+    Pages follow one another by position (start time, then run id), so runs started while
+    a listing is paged through do not shift the later pages.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        query: str | None,
+        limit: int | None,
+        page_size: int,
+        next_page_token: bytes | None,
+    ) -> None:
+        if limit is not None and limit < 0:
+            raise InvalidArgumentError(f"limit must be 0 or more (None: no limit), not {limit}")
+        if page_size < 1:
+            raise InvalidArgumentError(f"page_size must be at least 1, not {page_size}")
+        self._client = client
+        self._query = query
+        self._limit = limit
+        self._page_size = page_size
+        self._position = _decode_page_token(next_page_token)
+        self._fetched = 0
+        self._started = False
+        #: The runs of the page fetched last (``None`` before the first fetch).
+        self.current_page: list[WorkflowExecution] | None = None
+        #: The index of the next item of :attr:`current_page` that iteration yields.
+        self.current_page_index = 0
+        #: Where the next page starts; ``None`` once the last page has been fetched.
+        self.next_page_token: bytes | None = next_page_token
+
+    async def fetch_next_page(self, *, page_size: int | None = None) -> None:
+        """Fetch the next page into :attr:`current_page` and move :attr:`next_page_token`."""
+        size = page_size or self._page_size
+        if self._limit is not None:
+            size = min(size, self._limit - self._fetched)
+        if (self._started and self.next_page_token is None) or size <= 0:
+            self.current_page, self.current_page_index, self.next_page_token = [], 0, None
+            return
+        self._started = True
+        client = self._client
+        rows = await client.service.list_runs(
+            client.namespace, size + 1, self._query, before=self._position
+        )
+        more = len(rows) > size
+        rows = rows[:size]
+        self.current_page = [WorkflowExecution.from_row(r) for r in rows]
+        self.current_page_index = 0
+        self._fetched += len(rows)
+        if more and rows and (self._limit is None or self._fetched < self._limit):
+            self._position = (float(rows[-1].start_time), str(rows[-1].run_id))
+            self.next_page_token = _encode_page_token(self._position)
+        else:
+            self.next_page_token = None
+
+    def __aiter__(self) -> WorkflowExecutionAsyncIterator:
+        return self
+
+    async def __anext__(self) -> WorkflowExecution:
+        page = self.current_page
+        if page is None or self.current_page_index >= len(page):
+            if page is not None and self.next_page_token is None:
+                raise StopAsyncIteration
+            await self.fetch_next_page()
+            page = self.current_page
+            if not page:
+                raise StopAsyncIteration
+        item = page[self.current_page_index]
+        self.current_page_index += 1
+        return item
+
+
+def _encode_page_token(position: tuple[float, str]) -> bytes:
+    text = json.dumps({"v": 1, "start": position[0], "run": position[1]})
+    return base64.urlsafe_b64encode(text.encode())
+
+
+def _decode_page_token(token: bytes | None) -> tuple[float, str] | None:
+    if token is None:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token))
+        start, run = float(data["start"]), data["run"]
+        if not math.isfinite(start) or not isinstance(run, str):
+            raise ValueError("not a position")
+        return start, run
+    except (ValueError, TypeError, KeyError, OverflowError) as err:
+        raise InvalidArgumentError(
+            f"next_page_token {token[:40]!r} is not a token this engine handed out: pass "
+            "the next_page_token of an earlier page unchanged (or None for the first page)"
+        ) from err
 
 
 def _dt(epoch: float | None) -> datetime | None:
@@ -570,6 +683,46 @@ class WorkflowHandle:
         row = await self._client.service.resolve_run(self._client.namespace, self.id, self.run_id)
         events = await self._client.service.history(row.run_id)
         return WorkflowHistory(self.id, events)
+
+    async def fetch_history_events(
+        self,
+        *,
+        page_size: int = 1000,
+        wait_new_event: bool = False,
+        after_event_id: int = 0,
+        poll_interval: timedelta = timedelta(milliseconds=250),
+    ) -> AsyncIterator[HistoryEvent]:
+        """The run's events in order, read ``page_size`` at a time, from the one after
+        ``after_event_id``.
+
+        With ``wait_new_event=True`` the iteration keeps going while the run is open,
+        yielding each event soon after it is recorded (checking every ``poll_interval``),
+        and ends with the run's closing event. The run is the one the handle names, or the
+        latest of its workflow id when the handle was made (it does not follow
+        continue-as-new).
+        """
+        if page_size < 1:
+            raise InvalidArgumentError(f"page_size must be at least 1, not {page_size}")
+        if after_event_id < 0:
+            raise InvalidArgumentError(f"after_event_id must be 0 or more, not {after_event_id}")
+        service, namespace = self._client.service, self._client.namespace
+        row = await service.resolve_run(namespace, self.id, self.run_id)
+        run_id, last = row.run_id, after_event_id
+        while True:
+            page = await service.history(run_id, last + 1, last + page_size)
+            for event in page:
+                yield event
+            if page:
+                last = page[-1].event_id
+            if len(page) == page_size:
+                continue
+            if not wait_new_event:
+                return
+            row = await service.resolve_run(namespace, self.id, run_id)
+            if row.status != WorkflowExecutionStatus.RUNNING and last >= row.next_event_id - 1:
+                return
+            if row.next_event_id - 1 <= last:
+                await asyncio.sleep(poll_interval.total_seconds())
 
 
 class WorkflowContinuedAsNew(Exception):

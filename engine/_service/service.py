@@ -350,9 +350,12 @@ class Service(WorkflowTaskOps, ActivityOps):
             raise WorkflowNotFoundError(workflow_id, run_id)
         return row
 
-    async def history(self, run_id: str, first_event_id: int = 1) -> list[HistoryEvent]:
-        """The stored history of a run."""
-        return await self.store.transaction(_read_history, run_id, first_event_id)
+    async def history(
+        self, run_id: str, first_event_id: int = 1, last_event_id: int | None = None
+    ) -> list[HistoryEvent]:
+        """The stored history of a run (the events from ``first_event_id`` to
+        ``last_event_id``)."""
+        return await self.store.transaction(_read_history, run_id, first_event_id, last_event_id)
 
     async def update_workflow(
         self,
@@ -584,13 +587,18 @@ class Service(WorkflowTaskOps, ActivityOps):
         )
 
     async def list_runs(
-        self, namespace: str, limit: int = 100, query: str | None = None
+        self,
+        namespace: str,
+        limit: int = 100,
+        query: str | None = None,
+        before: tuple[float, str] | None = None,
     ) -> list[Row]:
-        """Runs of the namespace, newest first, matching the list filter ``query``."""
+        """Runs of the namespace, newest first, matching the list filter ``query``; with
+        ``before=(start_time, run_id)`` the page that follows that run."""
         filters = parse_filter(query)
 
         def fn(tx: StoreTx) -> list[Row]:
-            return list(tx.list_executions(namespace, limit=limit, filters=filters))
+            return list(tx.list_executions(namespace, limit=limit, filters=filters, before=before))
 
         return await self.store.transaction(fn)
 

@@ -637,8 +637,10 @@ def _accepted_event_id(rs: RunState, update_id: str) -> int:
     return 0
 
 
-def _read_history(tx: StoreTx, run_id: str, first_event_id: int = 1) -> list[HistoryEvent]:
+def _read_history(
+    tx: StoreTx, run_id: str, first_event_id: int = 1, last_event_id: int | None = None
+) -> list[HistoryEvent]:
     return [
         HistoryEvent(r.event_id, r.event_time, r.event_type, json.loads(r.attributes))
-        for r in tx.read_events(run_id, first_event_id)
+        for r in tx.read_events(run_id, first_event_id, last_event_id)
     ]

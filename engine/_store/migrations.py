@@ -200,12 +200,15 @@ _V5 = (
     "CREATE INDEX dn_updates_run ON dn_updates (run_id, state)",
 )
 
+_V6 = ("CREATE INDEX dn_executions_by_start ON dn_executions (namespace, start_time, run_id)",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, history, task queues, timers, attempts", _V1),
     Migration(2, "child workflows: parent event ids and parent close policy", _V2),
     Migration(3, "queries waiting for a worker", _V3),
     Migration(4, "workflow-task deadlines and buffered-event flag on the task row", _V4),
     Migration(5, "workflow updates", _V5),
+    Migration(6, "index for listing runs page by page, newest first", _V6),
 )
 
 _SPELLING = {

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -71,6 +71,13 @@ sa.Index(
     executions.c.namespace,
     executions.c.workflow_id,
     executions.c.start_time,
+)
+# Listing runs newest first, page after page (keyset paging on start time, then run id).
+sa.Index(
+    "dn_executions_by_start",
+    executions.c.namespace,
+    executions.c.start_time,
+    executions.c.run_id,
 )
 
 # The event history: attributes are Temporal's JSON attribute object for the event type.

@@ -77,6 +77,10 @@ READ_EVENTS = Q(
     "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
     "WHERE run_id = :run_id AND event_id >= :first ORDER BY event_id"
 )
+READ_EVENT_RANGE = Q(
+    "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
+    "WHERE run_id = :run_id AND event_id >= :first AND event_id <= :last ORDER BY event_id"
+)
 EVENTS_OF_TYPE = Q(
     "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
     "WHERE run_id = :run_id AND event_type = :t ORDER BY event_id"
@@ -360,18 +364,32 @@ class StoreTx:
     _LIST_COLUMNS = frozenset({"workflow_id", "run_id", "workflow_type", "task_queue", "status"})
 
     def list_executions(
-        self, namespace: str, *, limit: int, filters: dict[str, Any] | None = None
+        self,
+        namespace: str,
+        *,
+        limit: int,
+        filters: dict[str, Any] | None = None,
+        before: tuple[float, str] | None = None,
     ) -> Sequence[Row]:
-        """Runs, newest first, where each column in ``filters`` equals its value."""
+        """Runs, newest first (ties by run id), where each column in ``filters`` equals its
+        value; with ``before=(start_time, run_id)``, only the runs listed after that one."""
         filters = filters or {}
         unknown = set(filters) - self._LIST_COLUMNS
         if unknown:
             raise ValueError(f"cannot filter runs on {sorted(unknown)}")
-        where = " AND ".join(["namespace = :ns", *(f"{c} = :f_{c}" for c in sorted(filters))])
+        terms = ["namespace = :ns", *(f"{c} = :f_{c}" for c in sorted(filters))]
+        params: dict[str, Any] = {
+            "ns": namespace,
+            "lim": limit,
+            **{f"f_{c}": v for c, v in filters.items()},
+        }
+        if before is not None:
+            terms.append("(start_time < :b_t OR (start_time = :b_t AND run_id < :b_r))")
+            params.update(b_t=before[0], b_r=before[1])
         q = Q(
-            f"SELECT {_EXEC_COLS} FROM dn_executions WHERE {where} ORDER BY start_time DESC LIMIT :lim"
+            f"SELECT {_EXEC_COLS} FROM dn_executions WHERE {' AND '.join(terms)} "
+            "ORDER BY start_time DESC, run_id DESC LIMIT :lim"
         )
-        params = {"ns": namespace, "lim": limit, **{f"f_{c}": v for c, v in filters.items()}}
         return self._q(q, params).fetchall()
 
     # -- history ----------------------------------------------------------------------
@@ -388,9 +406,14 @@ class StoreTx:
             ],
         )
 
-    def read_events(self, run_id: str, first_event_id: int = 1) -> Sequence[Row]:
-        """Events of a run from ``first_event_id`` on, in order."""
-        return self._q(READ_EVENTS, {"run_id": run_id, "first": first_event_id}).fetchall()
+    def read_events(
+        self, run_id: str, first_event_id: int = 1, last_event_id: int | None = None
+    ) -> Sequence[Row]:
+        """Events of a run from ``first_event_id`` (to ``last_event_id``), in order."""
+        if last_event_id is None:
+            return self._q(READ_EVENTS, {"run_id": run_id, "first": first_event_id}).fetchall()
+        params = {"run_id": run_id, "first": first_event_id, "last": last_event_id}
+        return self._q(READ_EVENT_RANGE, params).fetchall()
 
     def events_of_type(self, run_id: str, event_type: str) -> Sequence[Row]:
         """A run's events of one type, in order."""

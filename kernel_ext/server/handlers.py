@@ -31,6 +31,8 @@ from engine.exceptions import (
 STATIC = Path(__file__).parent / "static"
 AUTH_RESOURCE = "durable"
 MAX_LIMIT = 1000
+#: Far above any token the engine hands out (about 100 characters).
+MAX_PAGE_TOKEN = 1000
 
 
 class BadRequest(Exception):
@@ -224,26 +226,50 @@ def _error_of(status: int, exc: BaseException | None, reason: str) -> tuple[str,
 
 
 class WorkflowsHandler(DurableAPIHandler):
-    """``GET workflows?query=&limit=&page=`` lists runs; ``POST workflows`` starts one."""
+    """``GET workflows?query=&limit=&page_token=`` lists runs, newest first, one page per
+    request: ``{executions, limit, next_page_token}``, where ``next_page_token`` (an opaque
+    string, ``null`` on the last page) is the ``page_token`` of the next request.
+    ``POST workflows`` starts a run."""
 
     @web.authenticated
     @authorized
     async def get(self) -> None:
+        if "page" in self.request.query_arguments:
+            raise BadRequest(
+                "page is no longer supported: the list is paged by token; pass the "
+                "next_page_token of the previous response as page_token (none for the first page)"
+            )
         query = self.get_query_argument("query", "").strip() or None
         limit = self.int_arg("limit", 50, 1, MAX_LIMIT)
-        page = self.int_arg("page", 0, 0, 10_000)
+        token = self.page_token_arg()
         client = await self.client()
-        wanted = limit * (page + 1) + 1
-        rows = [row async for row in client.list_workflows(query, limit=wanted)]
-        items = rows[limit * page : limit * (page + 1)]
+        try:
+            listing = client.list_workflows(query, page_size=limit, next_page_token=token)
+        except (InvalidArgumentError, ArithmeticError) as err:
+            # ArithmeticError: a forged token whose time overflows a float.
+            raise BadRequest(_bad_page_token(token)) from err
+        await listing.fetch_next_page()
+        next_token = listing.next_page_token
         self.write_json(
             {
-                "executions": [execution_json(r) for r in items],
-                "page": page,
+                "executions": [execution_json(r) for r in listing.current_page or []],
                 "limit": limit,
-                "next_page": page + 1 if len(rows) > limit * (page + 1) else None,
+                "next_page_token": None if next_token is None else next_token.decode("ascii"),
             }
         )
+
+    def page_token_arg(self) -> bytes | None:
+        values = self.get_query_arguments("page_token")
+        if len(values) > 1:
+            raise BadRequest("give page_token at most once")
+        if not values or not values[0]:
+            return None
+        if len(values[0]) > MAX_PAGE_TOKEN:
+            raise BadRequest(_bad_page_token(values[0][:40].encode()))
+        try:
+            return values[0].encode("ascii")
+        except UnicodeEncodeError:
+            raise BadRequest(_bad_page_token(values[0].encode())) from None
 
     @web.authenticated
     @authorized
@@ -266,6 +292,15 @@ class WorkflowsHandler(DurableAPIHandler):
             url_path_join(self.base_url, "durable/api/v1/workflows", data["workflow_id"]),
         )
         self.write_json({"workflow_id": handle.id, "run_id": handle.result_run_id}, 201)
+
+
+def _bad_page_token(token: bytes | None) -> str:
+    shown = (token or b"")[:40].decode("ascii", "replace")
+    return (
+        f"page_token {shown!r} is not a token this API handed out: pass the "
+        "next_page_token of the previous response unchanged (or no page_token for the "
+        "first page)"
+    )
 
 
 class WorkflowHandler(DurableAPIHandler):

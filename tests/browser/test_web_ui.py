@@ -244,6 +244,57 @@ def test_list_then_execution_page(server: str) -> None:
             page.get_by_role("button", name="Compact").click()
             expect(page.locator("#history").get_by_text("history event 5").first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "ui-nondeterminism.png"), full_page=True)
+
+            # The pager, by keyboard, one run a page: the page's token is in the URL, the
+            # earlier pages are remembered, and every run shows up exactly once.
+            page.goto(f"{server}durable/?token={TOKEN}#/?limit=1")
+            pager = page.get_by_role("navigation", name="Pages")
+            caption = page.locator("#list-caption")
+            first_button = pager.get_by_role("button", name="First page")
+            prev_button = pager.get_by_role("button", name="Previous page")
+            next_button = pager.get_by_role("button", name="Next page")
+            rows = page.locator("#executions tbody a")
+            expect(caption).to_contain_text("(page 1, more on the next page)")
+            expect(pager).to_contain_text("Page 1")
+            expect(first_button).to_be_disabled()
+            expect(prev_button).to_be_disabled()
+            seen = [rows.inner_text()]
+            next_button.focus()
+            for number in (2, 3):
+                page.keyboard.press("Enter")
+                expect(caption).to_contain_text(f"(page {number}")
+                expect(pager).to_contain_text(f"Page {number}")
+                seen.append(rows.inner_text())
+                assert "after=" in page.url and "page=" not in page.url
+            assert seen == ["swap-1", "shipment-kettle", "shipment-teapot"]
+            expect(caption).to_contain_text("the last page")
+            expect(next_button).to_be_disabled()
+            expect(prev_button).to_be_focused()  # the keyboard stays in the pager
+            shared = page.url
+            page.keyboard.press("Enter")
+            expect(caption).to_contain_text("(page 2, more on the next page)")
+            expect(rows).to_have_text("shipment-kettle")
+            page.go_back()  # the browser's history walks the same pages
+            expect(caption).to_contain_text("(page 3, the last page)")
+            page.go_back()
+            expect(caption).to_contain_text("(page 2, more on the next page)")
+            page.screenshot(path=str(ARTIFACTS / "ui-executions-page-2.png"), full_page=True)
+
+            # A shared link to a later page: its page number and earlier pages are unknown,
+            # and First page starts over.
+            other = browser.new_page(viewport={"width": 1280, "height": 900})
+            other.on("pageerror", lambda err: errors.append(str(err)))
+            other.goto(shared)
+            other_pager = other.get_by_role("navigation", name="Pages")
+            expect(other.locator("#executions tbody a")).to_have_text("shipment-teapot")
+            expect(other.locator("#list-caption")).to_contain_text("(a later page, the last")
+            expect(other_pager).to_contain_text("A later page")
+            expect(other_pager.get_by_role("button", name="Previous page")).to_be_disabled()
+            expect(other_pager.get_by_role("button", name="Next page")).to_be_disabled()
+            other_pager.get_by_role("button", name="First page").click()
+            expect(other.locator("#list-caption")).to_contain_text("(page 1, more")
+            expect(other.locator("#executions tbody a")).to_have_text("swap-1")
+            expect(other_pager.get_by_role("button", name="First page")).to_be_disabled()
             assert errors == []
         finally:
             browser.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 from collections.abc import Callable, Coroutine
@@ -103,6 +104,27 @@ async def _post(jp_fetch: Any, *parts: str, body: Any) -> tuple[int, Any]:
     return await _request(jp_fetch, *parts, method="POST", body=raw)
 
 
+async def _walk_pages(jp_fetch: Any, params: dict[str, str]) -> list[dict[str, Any]]:
+    """Every page of a listing, following next_page_token from the first page."""
+    pages: list[dict[str, Any]] = []
+    token = None
+    while True:
+        status, body = await _request(
+            jp_fetch, "workflows", params={**params, **({"page_token": token} if token else {})}
+        )
+        assert status == 200, body
+        pages.append(body)
+        assert len(pages) <= 50, "next_page_token never ran out"
+        token = body["next_page_token"]
+        if token is None:
+            return pages
+        assert isinstance(token, str) and token
+
+
+def _run_ids(pages: list[dict[str, Any]]) -> list[str]:
+    return [e["run_id"] for page in pages for e in page["executions"]]
+
+
 async def _store_state(db_url: str) -> list[tuple[str, str, str, int]]:
     """Every run in the store (id, run id, status, history length): to see nothing changed."""
     async with await Client.connect(db_url) as client:
@@ -120,7 +142,7 @@ def test_extension_opens_store_and_exports_url(
     assert os.environ["DURABLE_DATABASE_URL"] == db_url
     status, body = run(_request(jp_fetch, "workflows"))
     assert status == 200
-    assert body == {"executions": [], "page": 0, "limit": 50, "next_page": None}
+    assert body == {"executions": [], "limit": 50, "next_page_token": None}
     assert Path(db_url.removeprefix("sqlite:///")).exists()
 
 
@@ -296,18 +318,47 @@ def test_endpoints_for_a_run_started_through_the_api(jp_fetch: Any, run: Any, db
             "sleep-cancel",
             "sleep-terminate",
         }
-        status, body = await _request(
-            jp_fetch, "workflows", params={"query": "WorkflowType = 'Sleeper'", "limit": "1"}
+        everything = _run_ids([body])
+        assert len(everything) == 3 and body["next_page_token"] is None
+
+        # Following next_page_token visits every run exactly once, newest first, whatever
+        # the page size; the last page says so with a null token (no empty page after a
+        # full one).
+        for limit, sizes in [(1, [1, 1, 1]), (2, [2, 1]), (3, [3]), (50, [3])]:
+            pages = await _walk_pages(jp_fetch, {"limit": str(limit)})
+            assert [len(p["executions"]) for p in pages] == sizes, limit
+            assert all(p["limit"] == limit for p in pages)
+            assert _run_ids(pages) == everything, limit
+            assert pages[-1]["next_page_token"] is None
+        pages = await _walk_pages(jp_fetch, {"query": "WorkflowType = 'Sleeper'", "limit": "1"})
+        assert [[e["id"] for e in p["executions"]] for p in pages] in (
+            [["sleep-cancel"], ["sleep-terminate"]],
+            [["sleep-terminate"], ["sleep-cancel"]],
         )
-        assert status == 200 and len(body["executions"]) == 1 and body["next_page"] == 1
-        first = body["executions"][0]["id"]
-        status, body = await _request(
+        assert pages[-1]["next_page_token"] is None
+
+        # A run started while a client pages through does not shift the later pages.
+        status, first = await _request(jp_fetch, "workflows", params={"limit": "1"})
+        assert status == 200 and _run_ids([first]) == everything[:1]
+        status, _ = await _post(
             jp_fetch,
             "workflows",
-            params={"query": "WorkflowType = 'Sleeper'", "limit": "1", "page": "1"},
+            body={"workflow_type": "Sleeper", "workflow_id": "late-1", "task_queue": TASK_QUEUE},
         )
-        assert status == 200 and body["next_page"] is None
-        assert [e["id"] for e in body["executions"]] != [first]
+        assert status == 201
+        rest: list[dict[str, Any]] = []
+        token = first["next_page_token"]
+        while token is not None:
+            status, body = await _request(
+                jp_fetch, "workflows", params={"limit": "1", "page_token": token}
+            )
+            assert status == 200, body
+            rest.append(body)
+            token = body["next_page_token"]
+        assert _run_ids(rest) == everything[1:]
+        status, body = await _request(jp_fetch, "workflows", params={"limit": "1"})
+        assert [e["id"] for e in body["executions"]] == ["late-1"]
+
         status, body = await _request(
             jp_fetch, "workflows", params={"query": "ExecutionStatus = 'Completed'"}
         )
@@ -338,6 +389,11 @@ def test_unknown_workflow_is_404(jp_fetch: Any, run: Any) -> None:
 
 
 # -- malformed input: 400, a message, and no change in the store --------------------------
+
+# Well-formed base64 JSON whose time does not fit a float.
+_FORGED_TOKEN = base64.urlsafe_b64encode(
+    json.dumps({"v": 1, "start": 10**400, "run": "x"}).encode()
+).decode()
 
 MALFORMED: list[tuple[str, str, Any, str]] = [
     # (method, path, body or query params, a word the message must contain)
@@ -382,7 +438,12 @@ MALFORMED: list[tuple[str, str, Any, str]] = [
     ("GET", "workflows", {"query": "NoSuchField = 'x'"}, "NoSuchField"),
     ("GET", "workflows", {"limit": "ten"}, "limit"),
     ("GET", "workflows", {"limit": "0"}, "limit"),
-    ("GET", "workflows", {"page": "-1"}, "page"),
+    ("GET", "workflows", {"page": "1"}, "page_token"),
+    ("GET", "workflows", {"page_token": "not-a-token"}, "page_token"),
+    ("GET", "workflows", {"page_token": "bm90IGpzb24="}, "page_token"),  # "not json"
+    ("GET", "workflows", {"page_token": _FORGED_TOKEN}, "page_token"),
+    ("GET", "workflows", {"page_token": "é"}, "page_token"),
+    ("GET", "workflows", {"page_token": "A" * 2000}, "page_token"),
     ("GET", "workflows/sleep-1", {"run_id": ""}, "run_id"),
     ("GET", "workflows/sleep-1/history", {"run_id": ""}, "run_id"),
     ("GET", "workflows/sleep-1/attempts", {"run_id": ""}, "run_id"),

@@ -7,6 +7,7 @@ const API = `${BASE}api/v1/`;
 const TOKEN = new URLSearchParams(location.search).get("token");
 const REFRESH_MS = 2000;
 const PAGE_SIZE = 50;
+const MAX_PAGE_SIZE = 1000;
 
 // -- talking to the server -------------------------------------------------------------
 
@@ -306,10 +307,20 @@ export function timelineLanes(events, attempts) {
 const state = {
   route: null,
   listKey: "",
+  // Keyset paging: the server hands out an opaque token for the page after the one shown.
+  // The current page's token is in the URL (#/?after=), so links stay shareable; the
+  // tokens of the pages before it are only known in memory, as a stack ("" is the first
+  // page), for the filter and page size in pagerKey.
+  pageStack: [],
+  pagerKey: "",
+  listAfter: "",
+  nextToken: null,
+  pendingNext: null,
   detailKey: "",
   historyKey: "",
   historyView: "compact",
   refreshing: false,
+  refreshAgain: false,
   lastDetail: null,
 };
 
@@ -321,7 +332,13 @@ function parseRoute() {
   if (m) {
     return { view: "detail", id: decodeURIComponent(m[1]), runId: params.get("run_id") || "" };
   }
-  return { view: "list", query: params.get("query") || "", page: Number(params.get("page") || 0) };
+  const limit = Number.parseInt(params.get("limit") || "", 10);
+  return {
+    view: "list",
+    query: params.get("query") || "",
+    limit: limit >= 1 && limit <= MAX_PAGE_SIZE ? limit : PAGE_SIZE,
+    after: params.get("after") || "",
+  };
 }
 
 export function detailHref(id, runId) {
@@ -329,20 +346,74 @@ export function detailHref(id, runId) {
   return `#/workflows/${encodeURIComponent(id)}${qs}`;
 }
 
-function listHref(query, page) {
+export function listHref(query, after = "", limit = PAGE_SIZE) {
   const params = new URLSearchParams();
   if (query) params.set("query", query);
-  if (page) params.set("page", String(page));
+  if (limit !== PAGE_SIZE) params.set("limit", String(limit));
+  if (after) params.set("after", after);
   const qs = params.toString();
   return `#/${qs ? `?${qs}` : ""}`;
 }
 
+/** The stack of earlier pages after moving from page `from` to page `to` (tokens, ""
+ * for the first page) of the same list or of another one; `forward`: by "Next page". */
+export function nextPageStack(stack, { sameList, from, to, forward }) {
+  if (!sameList || !to) return [];
+  if (to === from) return stack; // back from a run's page, say
+  if (forward) return [...stack, from];
+  if (stack.length && stack[stack.length - 1] === to) return stack.slice(0, -1);
+  // Opened from a link (or an edited URL): the pages before it are not known.
+  return [];
+}
+
+/** 1 for the first page, n when we walked there from the first page, else null. */
+export function pageNumber(stack, after) {
+  if (!after) return 1;
+  return stack.length && stack[0] === "" ? stack.length + 1 : null;
+}
+
+function updatePagerStack(next) {
+  const key = `${next.limit}\n${next.query}`;
+  const forward = Boolean(next.after) &&
+    (next.after === state.pendingNext || next.after === state.nextToken);
+  state.pageStack = nextPageStack(state.pageStack, {
+    sameList: state.pagerKey === key, from: state.listAfter, to: next.after, forward,
+  });
+  state.pagerKey = key;
+  state.listAfter = next.after;
+  state.pendingNext = null;
+  state.nextToken = null;
+}
+
+/** The pager's buttons and label; `loading`: the page is on its way, so whether there
+ * is a next page is not known yet (the button keeps its state, and focus, meanwhile). */
+function renderPager({ loading = false } = {}) {
+  const { after } = state.route;
+  const number = pageNumber(state.pageStack, after);
+  const focused = document.activeElement;
+  $("#first-page").disabled = !after;
+  $("#prev-page").disabled = !state.pageStack.length;
+  if (!loading) $("#next-page").disabled = !state.nextToken;
+  $("#page-label").textContent = number
+    ? `Page ${number}`
+    : "A later page (opened from a link: use First page to start over)";
+  // Reaching the first or last page disables the button just used: keep the keyboard
+  // focus in the pager rather than dropping it to the document.
+  if (focused?.disabled && focused.closest(".pager")) {
+    const other = ["#prev-page", "#next-page", "#first-page"].map($).find((b) => !b.disabled);
+    if (other) other.focus();
+  }
+}
+
 async function refreshList() {
-  const { query, page } = state.route;
-  const data = await api("workflows", { params: { query, limit: PAGE_SIZE, page } });
+  const route = state.route;
+  const { query, limit, after } = route;
+  const data = await api("workflows", { params: { query, limit, page_token: after } });
+  if (state.route !== route) return; // the user moved on while this page loaded
   const key = JSON.stringify(data);
   if (key === state.listKey) return;
   state.listKey = key;
+  state.nextToken = data.next_page_token;
   const tbody = $("#executions tbody");
   const rows = data.executions.map((e) =>
     el("tr", {},
@@ -358,18 +429,20 @@ async function refreshList() {
       el("td", { colspan: 7 }, query ? "No executions match this filter." : "No executions yet.")));
   }
   tbody.replaceChildren(...rows);
+  const number = pageNumber(state.pageStack, after);
+  const where = number ? `page ${number}` : "a later page";
   $("#list-caption").textContent =
     `${data.executions.length} execution${data.executions.length === 1 ? "" : "s"}` +
-    `${query ? ` matching ${query}` : ""}, newest first (page ${page + 1})`;
-  $("#prev-page").disabled = page <= 0;
-  $("#next-page").disabled = data.next_page === null;
-  $("#page-label").textContent = `Page ${page + 1}`;
+    `${query ? ` matching ${query}` : ""}, newest first (${where}` +
+    `${data.next_page_token ? ", more on the next page" : ", the last page"})`;
+  renderPager();
 }
 
 // -- detail view -----------------------------------------------------------------------
 
 async function refreshDetail() {
-  const { id, runId } = state.route;
+  const route = state.route;
+  const { id, runId } = route;
   const params = runId ? { run_id: runId } : {};
   const path = `workflows/${encodeURIComponent(id)}`;
   const [desc, history, attempts] = await Promise.all([
@@ -377,6 +450,7 @@ async function refreshDetail() {
     api(`${path}/history`, { params }),
     api(`${path}/attempts`, { params }),
   ]);
+  if (state.route !== route) return; // the user moved on while this run loaded
   const key = JSON.stringify([desc, history.events.length, attempts]);
   state.lastDetail = { desc, history, attempts: attempts.attempts };
   if (key !== state.detailKey) {
@@ -562,9 +636,14 @@ async function act(action) {
 
 // -- routing and refresh ---------------------------------------------------------------
 
-async function refresh() {
-  if (state.refreshing) return;
+async function refresh(routeChanged = false) {
+  if (state.refreshing) {
+    // A new route must not wait for the next tick (or forever, without live refresh).
+    if (routeChanged) state.refreshAgain = true;
+    return;
+  }
   state.refreshing = true;
+  state.refreshAgain = false;
   try {
     if (state.route.view === "list") await refreshList();
     else await refreshDetail();
@@ -572,8 +651,10 @@ async function refresh() {
     $("#updated").textContent = `Updated ${new Date().toLocaleTimeString()}`;
   } catch (err) {
     showError(err.status === 404 ? err.message : `Could not load: ${err.message}`);
+    if (state.route.view === "list") renderPager(); // no page, so no next page
   } finally {
     state.refreshing = false;
+    if (state.refreshAgain) refresh();
   }
 }
 
@@ -587,6 +668,8 @@ function route() {
   state.detailKey = "";
   state.historyKey = "";
   if (list) {
+    updatePagerStack(state.route);
+    renderPager({ loading: true });
     $("#query").value = state.route.query;
     document.title = "Durable executions";
   } else if (!previous || previous.view !== "detail" || previous.id !== state.route.id) {
@@ -596,23 +679,30 @@ function route() {
     $("#timeline").replaceChildren();
   }
   if (previous && previous.view !== state.route.view) $("#main").focus();
-  refresh();
+  refresh(true);
 }
 
 function init() {
   $("#filter").addEventListener("submit", (ev) => {
     ev.preventDefault();
-    location.hash = listHref($("#query").value.trim(), 0);
+    location.hash = listHref($("#query").value.trim(), "", state.route.limit ?? PAGE_SIZE);
   });
   $("#clear-filter").addEventListener("click", () => {
     $("#query").value = "";
-    location.hash = listHref("", 0);
+    location.hash = listHref("", "", state.route.limit ?? PAGE_SIZE);
+  });
+  $("#first-page").addEventListener("click", () => {
+    location.hash = listHref(state.route.query, "", state.route.limit);
   });
   $("#prev-page").addEventListener("click", () => {
-    location.hash = listHref(state.route.query, Math.max(0, state.route.page - 1));
+    const stack = state.pageStack;
+    if (!stack.length) return;
+    location.hash = listHref(state.route.query, stack[stack.length - 1], state.route.limit);
   });
   $("#next-page").addEventListener("click", () => {
-    location.hash = listHref(state.route.query, state.route.page + 1);
+    if (!state.nextToken) return;
+    state.pendingNext = state.nextToken;
+    location.hash = listHref(state.route.query, state.nextToken, state.route.limit);
   });
   for (const b of document.querySelectorAll(".tabs button")) {
     b.addEventListener("click", () => {
