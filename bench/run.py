@@ -61,7 +61,7 @@ T = TypeVar("T")
 
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 BACKENDS = ("sqlite", "postgres")
-WORKLOADS = ("W1", "W2", "W3", "W4", "W4s")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W4s", "W5")
 SHORT_SLEEPS = (0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5)
 RESULTS_DIR = BENCH_DIR / "results"
 
@@ -436,12 +436,58 @@ async def w3(client: Client, emit: Emitter, reps: int, timeout: float) -> None:
     emit.series("W3_to_dataframe_50k", frames, "s", f"events={len(big)}")
 
 
+async def w5(client: Client, emit: Emitter, reps: int, timeout: float) -> None:
+    """Widgets on a 50,000-event run recorded in the store: the kernel time to open it in
+    HistoryView (read the history, build the view model, send the first window), to scroll
+    to another window, and to open it in Timeline."""
+    from workloads import BatchActivitiesWF, noop
+
+    from widgets import HistoryView, Timeline
+
+    tq = new_tq()
+    n = 16_650  # 3 events per activity plus the workflow tasks: just over 50,000 events
+    async with Worker(
+        client,
+        task_queue=tq,
+        workflows=[BatchActivitiesWF],
+        activities=[noop],
+        max_concurrent_activities=500,
+    ):
+        t0 = time.perf_counter()
+        handle = await client.start_workflow(
+            BatchActivitiesWF.run, args=[n, 500], id="w5-" + uuid.uuid4().hex, task_queue=tq
+        )
+        await guarded(handle.result(), timeout, "W5 recording", client, [handle.id])
+        progress(f"W5: recorded {n} activities in {time.perf_counter() - t0:.1f}s")
+    events = len((await handle.fetch_history()).events)
+    opens: list[float] = []
+    scrolls: list[float] = []
+    timelines: list[float] = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        view = await asyncio.to_thread(HistoryView, handle, mode="full")
+        opens.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        view.window_start = events - 200
+        scrolls.append((time.perf_counter() - t0) * 1000)
+        assert view.rows and view.total == events
+        view.close()
+        t0 = time.perf_counter()
+        line = await asyncio.to_thread(Timeline, handle, max_lanes=200)
+        timelines.append(time.perf_counter() - t0)
+        line.close()
+    emit.series("W5_history_view_open_50k", opens, "s", f"events={events}")
+    emit.series("W5_history_view_scroll", scrolls, "ms", f"events={events}")
+    emit.series("W5_timeline_open_50k", timelines, "s", f"events={events}")
+
+
 RUNNERS: dict[str, Callable[[Client, Emitter, int, float], Awaitable[None]]] = {
     "W1": w1,
     "W2": w2,
     "W3": w3,
     "W4": w4,
     "W4s": w4s,
+    "W5": w5,
 }
 
 

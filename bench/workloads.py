@@ -7,6 +7,7 @@ workload.
 
 from __future__ import annotations
 
+import asyncio
 import time as _wall_time
 from datetime import timedelta
 
@@ -61,3 +62,23 @@ class SleepWF:
 
 ALL_WORKFLOWS = [OneActivityWF, SeqActivitiesWF, SleepWF]
 ALL_ACTIVITIES = [noop]
+
+
+@workflow.defn
+class BatchActivitiesWF:
+    """W5: ``n`` no-op activities, ``batch`` at a time: a long history quickly (3 events per
+    activity plus the workflow tasks between batches)."""
+
+    @workflow.run
+    async def run(self, n: int, batch: int) -> int:
+        done = 0
+        for start in range(0, n, batch):
+            stop = min(n, start + batch)
+            results = await asyncio.gather(
+                *(
+                    workflow.execute_activity(noop, i, start_to_close_timeout=TIMEOUT)
+                    for i in range(start, stop)
+                )
+            )
+            done += len(results)
+        return done

@@ -25,6 +25,7 @@ T = TypeVar("T")
 _session: Session | None = None
 _shell: Any = None
 _handle_view: display.HandleView | None = None
+_view_chosen = False  # set_handle_view() was called: keep the user's choice
 
 
 def session() -> Session:
@@ -71,10 +72,19 @@ def register(*objs: Any, task_queue: str | None = None) -> Any:
 def set_handle_view(factory: display.HandleView | None) -> None:
     """Show workflow handles through ``factory(handle)`` (e.g. a live history widget)
     instead of the built-in text and HTML summary; ``None`` restores the summary."""
-    global _handle_view
-    _handle_view = factory
+    global _handle_view, _view_chosen
+    _handle_view, _view_chosen = factory, True
     if _shell is not None:
         _install_view(_shell)
+
+
+def _default_view() -> display.HandleView | None:
+    """The live history widget, when the widgets' dependencies are installed."""
+    try:
+        from widgets import HistoryView
+    except ImportError:  # ipywidgets / anywidget missing: the text and HTML summary
+        return None
+    return HistoryView  # type: ignore[no-any-return]
 
 
 def _install_view(ipython: Any) -> None:
@@ -129,11 +139,13 @@ def _post_run_cell(result: Any) -> None:
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext kernel_ext``: connect to the store, start the background loop, add
     ``%durable``, pick up cell definitions after each cell, and display handles."""
-    global _session, _shell
+    global _session, _shell, _handle_view
     if _session is not None and not _session.closed:
         return
     from .magics import DurableMagics
 
+    if not _view_chosen:
+        _handle_view = _default_view()
     _session = Session(os.environ.get("DURABLE_DATABASE_URL") or None)
     _shell = ipython
     ipython.register_magics(DurableMagics(ipython, _session))
@@ -147,7 +159,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext kernel_ext``: stop the workers, close the session, remove the hooks."""
-    global _session, _shell
+    global _session, _shell, _handle_view, _view_chosen
     try:
         ipython.events.unregister("post_run_cell", _post_run_cell)
     except ValueError:
@@ -161,5 +173,6 @@ def unload_ipython_extension(ipython: Any) -> None:
     ):
         formatter.pop(WorkflowHandle, None)
     sess, _session, _shell = _session, None, None
+    _handle_view, _view_chosen = None, False
     if sess is not None:
         sess.close()

@@ -328,6 +328,18 @@ def test_a_workflow_handle_displays_its_status(
         "await handle.result()",
     )
     handle = shell.user_ns["handle"]
+    # With the widgets installed (as here), a handle shows as the live history widget.
+    from widgets import HistoryView
+
+    shown: list[Any] = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append(obj))
+    data, _ = shell.display_formatter.format(handle)
+    (view,) = shown
+    assert isinstance(view, HistoryView) and view.status == "completed"
+    assert "g-6" in view.title and [r["kind"] for r in view.rows][:2] == ["workflow", "activity"]
+    view.close()
+    # Without a view (or without the widgets installed): a summary as text and HTML.
+    kernel_ext.set_handle_view(None)
     data, _ = shell.display_formatter.format(handle)
     assert data["text/plain"].startswith("<WorkflowHandle g-6 · Greeting · COMPLETED · 11 events")
     html = data["text/html"]

@@ -1,0 +1,184 @@
+"""The widgets' background loop: engine calls and live refreshes, off the kernel's thread.
+
+One daemon thread ("durable-widgets") runs an asyncio loop while at least one widget is
+live. The first subscription starts it; when the last one ends (its widget closed, or its
+run finished) the loop stops and the thread exits, so no open widget means no thread.
+Engine calls from a widget's constructor also run here, so they work the same whether the
+kernel's own loop is busy with a cell, idle, or absent (plain Python, tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+__all__ = ["THREAD_NAME", "Subscription", "call", "live_thread", "subscribe", "subscriptions"]
+
+T = TypeVar("T")
+
+#: The name of the widgets' background thread.
+THREAD_NAME = "durable-widgets"
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+_subs: set[Subscription] = set()
+_calls = 0
+
+
+class Subscription:
+    """A live refresh running on the widgets' loop; :meth:`cancel` ends it and waits."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether the refresh is still running."""
+        return not self.done.is_set()
+
+    def cancel(self, timeout: float = 10.0) -> None:
+        """Stop the refresh; from any thread but the loop's, wait until it has stopped
+        (and the loop thread has exited, when this was the last live widget)."""
+        loop, task = self._loop, self._task
+        if loop is None or task is None or self.done.is_set():
+            return
+        if threading.current_thread() is _thread:
+            task.cancel()
+            return
+        thread = _thread
+        try:
+            loop.call_soon_threadsafe(task.cancel)
+        except RuntimeError:  # the loop is already closed: nothing runs
+            return
+        self.done.wait(timeout)
+        if thread is not None and thread is not threading.current_thread():
+            with _lock:
+                ending = _thread is not thread
+            if ending:
+                thread.join(timeout)
+
+
+def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
+
+
+def _ensure_loop() -> asyncio.AbstractEventLoop:
+    """The running loop (started if needed); call with ``_lock`` held."""
+    global _loop, _thread
+    if _loop is None:
+        _loop = asyncio.new_event_loop()
+        _thread = threading.Thread(target=_run_loop, args=(_loop,), name=THREAD_NAME, daemon=True)
+        _thread.start()
+    return _loop
+
+
+def _release() -> None:
+    """Stop the loop when nothing uses it; call with ``_lock`` held."""
+    global _loop, _thread
+    if _subs or _calls or _loop is None:
+        return
+    loop, _loop, _thread = _loop, None, None
+    loop.call_soon_threadsafe(loop.stop)
+
+
+def call(coro: Coroutine[Any, Any, T], timeout: float | None = 60.0) -> T:
+    """Run an engine coroutine on the widgets' loop and wait for its result.
+
+    Safe from the kernel's main thread even while its own event loop runs a cell.
+    """
+    global _calls
+    if threading.current_thread() is _thread:
+        coro.close()
+        raise RuntimeError("widgets._live.call() was used on the widgets' own loop thread")
+    with _lock:
+        loop = _ensure_loop()
+        _calls += 1
+    thread = _thread
+    try:
+        future = asyncio.run_coroutine_threadsafe(coro, loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"the store did not answer within {timeout:g}s") from None
+    finally:
+        with _lock:
+            _calls -= 1
+            _release()
+            stopped = _thread is not thread
+        if stopped and thread is not None:
+            thread.join(10)
+
+
+def subscribe(refresh: Callable[[], Awaitable[None]], name: str) -> Subscription:
+    """Run ``refresh()`` on the widgets' loop until it returns or is cancelled."""
+    sub = Subscription(name)
+
+    async def body() -> None:
+        try:
+            await refresh()
+        except asyncio.CancelledError:
+            pass
+        except BaseException as err:  # kept for the widget to show; never kills the loop
+            sub.error = err
+
+    def finished(_task: asyncio.Task[None]) -> None:
+        with _lock:
+            _subs.discard(sub)
+            _release()
+        sub.done.set()
+
+    with _lock:
+        loop = _ensure_loop()
+        _subs.add(sub)
+        sub._loop = loop
+
+    def start() -> None:
+        sub._task = loop.create_task(body(), name=f"durable-widget {name}")
+        sub._task.add_done_callback(finished)
+
+    ready = threading.Event()
+
+    def start_and_signal() -> None:
+        try:
+            start()
+        finally:
+            ready.set()
+
+    loop.call_soon_threadsafe(start_and_signal)
+    if threading.current_thread() is not _thread:
+        ready.wait(10)
+    return sub
+
+
+def subscriptions() -> int:
+    """How many live refreshes are running."""
+    with _lock:
+        return len(_subs)
+
+
+def live_thread() -> threading.Thread | None:
+    """The widgets' loop thread, when one runs."""
+    with _lock:
+        return _thread

@@ -1,0 +1,167 @@
+"""HistoryView: a run's event history as a table that grows while the run progresses."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
+
+from . import _live
+from ._source import RunSource, closing_subscription, seconds
+from .models import HistoryModel
+
+__all__ = ["HistoryView"]
+
+STATIC = Path(__file__).parent / "static"
+MODES = ("compact", "full")
+
+
+class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
+    """The event history of a run, live while it is open.
+
+    ``HistoryView(handle)`` follows a run (new events appear as they are recorded, every
+    ``refresh_interval``); ``HistoryView(history)`` shows a recorded one. The compact view
+    has one row per activity, timer, child, signal, update and marker (with its status and
+    attempts); the full view one row per event. Rows are coloured by category, failures
+    are highlighted, and selecting a row shows its attributes with payloads decoded.
+
+    Only the rows in view are sent to the browser (``window_size`` at a time), so a
+    50,000-event history opens as fast as a short one. :meth:`close` stops the refresh.
+    """
+
+    _esm = STATIC / "history_view.js"
+    _css = STATIC / "widgets.css"
+
+    title = traitlets.Unicode("").tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)
+    mode = traitlets.Unicode("compact").tag(sync=True)
+    total = traitlets.Int(0).tag(sync=True)
+    event_count = traitlets.Int(0).tag(sync=True)
+    failure_count = traitlets.Int(0).tag(sync=True)
+    window_start = traitlets.Int(0).tag(sync=True)
+    window_size = traitlets.Int(100).tag(sync=True)
+    rows = traitlets.List([]).tag(sync=True)
+    live = traitlets.Bool(False).tag(sync=True)
+
+    # Set before anything can fail, so close() (also run by __del__) always works.
+    _subscription: _live.Subscription | None = None
+    error = traitlets.Unicode("").tag(sync=True)
+    selected = traitlets.Int(-1).tag(sync=True)
+
+    def __init__(
+        self,
+        source: WorkflowHandle | WorkflowHistory,
+        *,
+        mode: str = "compact",
+        window_size: int = 100,
+        refresh_interval: float | timedelta = 0.5,
+        **kwargs: Any,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        if not 1 <= window_size <= 2000:
+            raise ValueError(f"window_size must be between 1 and 2000, not {window_size}")
+        interval = seconds(refresh_interval)
+        self._lock = threading.RLock()
+        self._source = RunSource(source, attempts=False)
+        self._model = HistoryModel(self._source.events)
+        super().__init__(mode=mode, window_size=window_size, **kwargs)
+        self._failures = 0
+        self._count_failures(self._model.events)
+        with self.hold_sync():
+            self._update_header()
+            self._update_rows()
+            self.live = self._source.live
+        self.observe(self._on_view_change, names=["mode", "window_start", "window_size"])
+        self._subscription = closing_subscription(
+            self._source,
+            lambda: self._model.last_event_id,
+            self._apply,
+            interval,
+            f"history {self._source.workflow_id}",
+        )
+
+    # -- model --------------------------------------------------------------------------
+
+    @property
+    def model(self) -> HistoryModel:
+        """The view model behind the table (events, compact rows)."""
+        return self._model
+
+    @property
+    def refreshing(self) -> bool:
+        """Whether a background refresh is following the run."""
+        return self._subscription is not None and self._subscription.active
+
+    def _count_failures(self, events: list[HistoryEvent]) -> None:
+        from .models import is_failure
+
+        self._failures += sum(1 for e in events if is_failure(e.event_type))
+
+    def _update_header(self) -> None:
+        model, source = self._model, self._source
+        workflow_type = ""
+        status = "running" if source.live else "closed"
+        for row in model.compact()[:1]:
+            workflow_type, status = row.label, row.status
+        self.title = f"{source.workflow_id} · {workflow_type} · run {source.run_id}".strip()
+        self.status = status
+        self.event_count = len(model.events)
+        self.failure_count = self._failures
+        self.total = model.count(self.mode)
+
+    def _update_rows(self) -> None:
+        start = max(0, min(self.window_start, max(0, self.total - 1)))
+        self.rows = self._model.rows(self.mode, start, start + self.window_size)
+
+    def _on_view_change(self, change: dict[str, Any]) -> None:
+        if change["name"] == "mode" and change["new"] not in MODES:
+            self.mode = change["old"]
+            return
+        with self._lock, self.hold_sync():
+            self.total = self._model.count(self.mode)
+            if change["name"] == "mode":
+                self.window_start = 0
+                self.selected = -1
+            self._update_rows()
+
+    def _apply(self, events: list[HistoryEvent], _attempts: Any) -> bool:
+        with self._lock:
+            if events:
+                window_end = self.window_start + self.window_size
+                before = self.total
+                self._model.extend(events)
+                self._count_failures(events)
+                with self.hold_sync():
+                    self._update_header()
+                    # Rows already in the window may have changed (compact rows gain
+                    # events); rows past the window are fetched when scrolled to.
+                    if before <= window_end or self.mode == "compact":
+                        self._update_rows()
+            if self._model.closed:
+                self.live = False
+                return False
+            return True
+
+    def show_event(self, event_id: int) -> None:
+        """Scroll the table to the row of ``event_id`` and select it."""
+        index = self._model.index_of(event_id, self.mode)
+        if index < 0:
+            raise ValueError(f"event {event_id} is not in this history ({self.event_count})")
+        with self._lock, self.hold_sync():
+            self.window_start = max(0, index - self.window_size // 4)
+            self.selected = index
+            self._update_rows()
+
+    def close(self) -> None:
+        """Stop following the run and close the widget."""
+        if self._subscription is not None:
+            self._subscription.cancel()
+        self.live = False
+        super().close()

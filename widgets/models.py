@@ -1,0 +1,650 @@
+"""Pure view models: history events (and activity attempts) → table rows, lanes, colours.
+
+Nothing here touches Jupyter, a widget or the database: the widgets render what these
+functions return, and the tests check them without a browser. Times are seconds since the
+run's first event (``offset``), so every view of one run shares one axis.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from engine import HistoryEvent
+from engine.dataframes import event_category, failure_text, payload_preview
+
+__all__ = [
+    "CATEGORY_COLOURS",
+    "CLOSE_EVENTS",
+    "STATUS_COLOURS",
+    "Bar",
+    "CompactRow",
+    "EventRow",
+    "HistoryModel",
+    "Lane",
+    "Tick",
+    "TimelineData",
+    "event_detail",
+    "event_row",
+    "is_failure",
+    "timeline",
+]
+
+#: Colour of each event category (``engine.dataframes.EVENT_CATEGORIES``).
+CATEGORY_COLOURS: dict[str, str] = {
+    "workflow": "#3b5bdb",
+    "workflow_task": "#868e96",
+    "activity": "#2b8a3e",
+    "timer": "#e67700",
+    "signal": "#9c36b5",
+    "update": "#0c8599",
+    "child": "#5c940d",
+    "marker": "#495057",
+    "other": "#adb5bd",
+}
+
+#: Colour of each status a compact row or a timeline bar can have.
+STATUS_COLOURS: dict[str, str] = {
+    "completed": "#2b8a3e",
+    "fired": "#e67700",
+    "running": "#1971c2",
+    "scheduled": "#74c0fc",
+    "waiting": "#ced4da",
+    "failed": "#e03131",
+    "timed_out": "#c2255c",
+    "canceled": "#868e96",
+    "terminated": "#495057",
+    "continued_as_new": "#7048e8",
+    "recorded": "#495057",
+    "accepted": "#0c8599",
+    "received": "#9c36b5",
+}
+
+#: Event types that close a run.
+CLOSE_EVENTS = frozenset(
+    {
+        "WorkflowExecutionCompleted",
+        "WorkflowExecutionFailed",
+        "WorkflowExecutionCanceled",
+        "WorkflowExecutionTerminated",
+        "WorkflowExecutionTimedOut",
+        "WorkflowExecutionContinuedAsNew",
+    }
+)
+
+_FAILURE_SUFFIXES = ("Failed", "TimedOut", "Terminated")
+_PREVIEW = 80
+_DETAIL_LIMIT = 20_000
+
+
+def is_failure(event_type: str) -> bool:
+    """Whether an event type records something going wrong (highlighted in every view)."""
+    return event_type.endswith(_FAILURE_SUFFIXES)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _name(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return str(value.get("name") or "")
+    return str(value or "")
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
+
+
+def _failure(attributes: Mapping[str, Any]) -> str | None:
+    failure = attributes.get("failure") or attributes.get("lastFailure")
+    if failure is None and isinstance(attributes.get("outcome"), Mapping):
+        failure = attributes["outcome"].get("failure")
+    return failure_text(failure) if failure is not None else None
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def event_summary(event: HistoryEvent) -> str:
+    """One short line saying what the event is about (names, ids, payloads, failure)."""
+    a = event.attributes
+    parts: list[str] = []
+    for key, label in (
+        ("workflowType", "workflow"),
+        ("activityType", "activity"),
+    ):
+        if key in a:
+            parts.append(f"{label} {_name(a[key])}")
+    if "timerId" in a:
+        parts.append(f"timer {a['timerId']}")
+    if "startToFireTimeout" in a:
+        parts.append(f"fires after {a['startToFireTimeout']}")
+    if "signalName" in a:
+        parts.append(f"signal {a['signalName']}")
+    if "markerName" in a:
+        parts.append(f"marker {a['markerName']}")
+    if event.event_type == "ActivityTaskStarted" and "attempt" in a:
+        parts.append(f"attempt {a['attempt']}")
+    if "cause" in a and isinstance(a["cause"], str):
+        parts.append(a["cause"].removeprefix("WORKFLOW_TASK_FAILED_CAUSE_"))
+    preview = payload_preview(a, _PREVIEW)
+    if preview is not None:
+        parts.append(preview)
+    failure = _failure(a)
+    if failure:
+        parts.append(_cut(failure, 160))
+    return " · ".join(parts)
+
+
+def _decoded(node: Any) -> Any:
+    """Attributes with every ``{"payloads": [...]}`` shown as its decoded text."""
+    if isinstance(node, Mapping):
+        payloads = node.get("payloads")
+        if isinstance(payloads, list) and len(node) == 1:
+            text = payload_preview({"input": node}, _DETAIL_LIMIT)
+            return {"payloads (decoded)": text}
+        return {k: _decoded(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_decoded(v) for v in node]
+    return node
+
+
+def event_detail(event: HistoryEvent) -> str:
+    """The event's attributes as indented JSON, payloads decoded (cut at 20,000 chars)."""
+    text = json.dumps(_decoded(event.attributes), indent=2, default=str, sort_keys=True)
+    return _cut(text, _DETAIL_LIMIT)
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One row of the full history table."""
+
+    event_id: int
+    time: str
+    offset: float
+    event_type: str
+    category: str
+    colour: str
+    failed: bool
+    summary: str
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as the widget front end reads it."""
+        return asdict(self)
+
+
+def event_row(event: HistoryEvent, t0: float) -> EventRow:
+    """The full-view row of ``event`` (``t0``: the time of the run's first event)."""
+    category = event_category(event.event_type)
+    failed = is_failure(event.event_type)
+    return EventRow(
+        event_id=event.event_id,
+        time=_iso(event.event_time),
+        offset=round(event.event_time - t0, 6),
+        event_type=event.event_type,
+        category=category,
+        colour=CATEGORY_COLOURS.get(category, CATEGORY_COLOURS["other"]),
+        failed=failed,
+        summary=event_summary(event),
+        detail=event_detail(event),
+    )
+
+
+@dataclass
+class CompactRow:
+    """One row of the compact history: an activity, timer, child, signal, update, marker,
+    the run itself, or a failed workflow task, with every event that belongs to it."""
+
+    key: str
+    kind: str
+    label: str
+    status: str
+    start: float
+    end: float | None = None
+    attempts: int | None = None
+    event_ids: list[int] = field(default_factory=list)
+    summary: str = ""
+    failed: bool = False
+
+    def to_json(self, events: Mapping[int, HistoryEvent]) -> dict[str, Any]:
+        """The row as the widget front end reads it (with its events' details)."""
+        category = "workflow_task" if self.kind == "workflow_task" else self.kind
+        return {
+            "key": self.key,
+            "kind": self.kind,
+            "label": self.label,
+            "status": self.status,
+            "colour": CATEGORY_COLOURS.get(category, CATEGORY_COLOURS["other"]),
+            "status_colour": STATUS_COLOURS.get(self.status, STATUS_COLOURS["waiting"]),
+            "start": round(self.start, 6),
+            "end": None if self.end is None else round(self.end, 6),
+            "attempts": self.attempts,
+            "event_ids": list(self.event_ids),
+            "summary": self.summary,
+            "failed": self.failed,
+            "detail": "\n".join(
+                f"#{i} {events[i].event_type}\n{event_detail(events[i])}"
+                for i in self.event_ids
+                if i in events
+            ),
+        }
+
+
+# Which attribute of a later event names the event that opened its row.
+_OPENER_FIELD = {
+    "ActivityTask": "scheduledEventId",
+    "Timer": "startedEventId",
+    "ChildWorkflowExecution": "initiatedEventId",
+    "StartChildWorkflowExecutionFailed": "initiatedEventId",
+    "WorkflowExecutionUpdateCompleted": "acceptedEventId",
+}
+
+_STATUS_OF = {
+    "ActivityTaskStarted": "running",
+    "ActivityTaskCompleted": "completed",
+    "ActivityTaskFailed": "failed",
+    "ActivityTaskTimedOut": "timed_out",
+    "ActivityTaskCancelRequested": "running",
+    "ActivityTaskCanceled": "canceled",
+    "TimerFired": "fired",
+    "TimerCanceled": "canceled",
+    "ChildWorkflowExecutionStarted": "running",
+    "ChildWorkflowExecutionCompleted": "completed",
+    "ChildWorkflowExecutionFailed": "failed",
+    "ChildWorkflowExecutionTimedOut": "timed_out",
+    "ChildWorkflowExecutionCanceled": "canceled",
+    "ChildWorkflowExecutionTerminated": "terminated",
+    "StartChildWorkflowExecutionFailed": "failed",
+    "WorkflowExecutionUpdateCompleted": "completed",
+    "WorkflowExecutionCompleted": "completed",
+    "WorkflowExecutionFailed": "failed",
+    "WorkflowExecutionTimedOut": "timed_out",
+    "WorkflowExecutionCanceled": "canceled",
+    "WorkflowExecutionTerminated": "terminated",
+    "WorkflowExecutionContinuedAsNew": "continued_as_new",
+}
+
+
+def _opener_id(event: HistoryEvent) -> int | None:
+    for prefix, key in _OPENER_FIELD.items():
+        if event.event_type.startswith(prefix):
+            return _int(event.attributes.get(key))
+    return None
+
+
+class HistoryModel:
+    """A run's events, growing as they arrive, seen as full rows or compact rows.
+
+    Full rows are built only for the window asked for, so a 50,000-event history costs
+    one pass to group the compact view and nothing per row until it is shown.
+    """
+
+    def __init__(self, events: Iterable[HistoryEvent] = ()) -> None:
+        self.events: list[HistoryEvent] = []
+        self._by_id: dict[int, HistoryEvent] = {}
+        self._compact: list[CompactRow] = []
+        self._row_of: dict[int, CompactRow] = {}
+        self._workflow_row: CompactRow | None = None
+        self.extend(events)
+
+    # -- growing ------------------------------------------------------------------------
+
+    @property
+    def t0(self) -> float:
+        """The time of the first event (epoch seconds), or 0 before any."""
+        return self.events[0].event_time if self.events else 0.0
+
+    @property
+    def last_event_id(self) -> int:
+        """The id of the newest event (0 before any)."""
+        return self.events[-1].event_id if self.events else 0
+
+    @property
+    def closed(self) -> bool:
+        """Whether the run's closing event is in."""
+        return bool(self.events) and self.events[-1].event_type in CLOSE_EVENTS
+
+    def extend(self, events: Iterable[HistoryEvent]) -> int:
+        """Add events newer than the last one (older or repeated ids are ignored); returns
+        how many were added."""
+        added = 0
+        for event in events:
+            if event.event_id <= self.last_event_id:
+                continue
+            self.events.append(event)
+            self._by_id[event.event_id] = event
+            self._group(event)
+            added += 1
+        return added
+
+    def _offset(self, event: HistoryEvent) -> float:
+        return event.event_time - self.t0
+
+    def _new_row(self, event: HistoryEvent, kind: str, label: str, status: str) -> CompactRow:
+        row = CompactRow(
+            key=f"{kind}:{event.event_id}",
+            kind=kind,
+            label=label,
+            status=status,
+            start=self._offset(event),
+            event_ids=[event.event_id],
+            summary=event_summary(event),
+        )
+        self._compact.append(row)
+        self._row_of[event.event_id] = row
+        return row
+
+    def _group(self, event: HistoryEvent) -> None:
+        kind, a = event.event_type, event.attributes
+        if kind == "WorkflowExecutionStarted":
+            self._workflow_row = self._new_row(
+                event, "workflow", _name(a.get("workflowType")) or "workflow", "running"
+            )
+            return
+        if kind == "ActivityTaskScheduled":
+            row = self._new_row(event, "activity", _name(a.get("activityType")), "scheduled")
+            row.attempts = 0
+            return
+        if kind == "TimerStarted":
+            label = f"timer {a.get('timerId', '')} ({a.get('startToFireTimeout', '?')})"
+            self._new_row(event, "timer", label, "running")
+            return
+        if kind == "StartChildWorkflowExecutionInitiated":
+            label = f"child {_name(a.get('workflowType'))} {a.get('workflowId', '')}".strip()
+            self._new_row(event, "child", label, "scheduled")
+            return
+        if kind == "WorkflowExecutionSignaled":
+            row = self._new_row(event, "signal", str(a.get("signalName", "")), "received")
+            row.end = row.start
+            return
+        if kind == "WorkflowExecutionUpdateAccepted":
+            request = a.get("acceptedRequest") or {}
+            name = (request.get("input") or {}).get("name", "") if isinstance(request, dict) else ""
+            self._new_row(event, "update", str(name or "update"), "accepted")
+            return
+        if kind == "MarkerRecorded":
+            row = self._new_row(event, "marker", str(a.get("markerName", "")), "recorded")
+            row.end = row.start
+            return
+        if kind in ("WorkflowTaskFailed", "WorkflowTaskTimedOut"):
+            status = "failed" if kind == "WorkflowTaskFailed" else "timed_out"
+            row = self._new_row(event, "workflow_task", "workflow task", status)
+            row.end, row.failed = row.start, True
+            return
+        if kind in CLOSE_EVENTS or kind == "WorkflowExecutionCancelRequested":
+            row = self._workflow_row
+            if row is not None:
+                row.event_ids.append(event.event_id)
+                if kind in CLOSE_EVENTS:
+                    row.status = _STATUS_OF[kind]
+                    row.end = self._offset(event)
+                    row.failed = is_failure(kind)
+                    row.summary = event_summary(event) or row.summary
+            return
+        opener = _opener_id(event)
+        target = self._row_of.get(opener) if opener is not None else None
+        if target is None:
+            return  # workflow-task events and anything unknown: full view only
+        target.event_ids.append(event.event_id)
+        status = _STATUS_OF.get(kind)
+        if status is not None:
+            target.status = status
+        if kind == "ActivityTaskStarted":
+            target.attempts = _int(a.get("attempt")) or 1
+        if kind.endswith(("Completed", "Failed", "TimedOut", "Canceled", "Fired", "Terminated")):
+            target.end = self._offset(event)
+            target.failed = is_failure(kind)
+            target.summary = event_summary(event) or target.summary
+
+    # -- reading ------------------------------------------------------------------------
+
+    def count(self, mode: str) -> int:
+        """How many rows ``mode`` ("full" or "compact") has."""
+        return len(self.events) if mode == "full" else len(self._compact)
+
+    def rows(self, mode: str, start: int, stop: int) -> list[dict[str, Any]]:
+        """Rows ``start`` to ``stop`` (exclusive) of ``mode``, as the front end reads them."""
+        start = max(0, start)
+        if mode == "full":
+            t0 = self.t0
+            return [event_row(e, t0).to_json() for e in self.events[start:stop]]
+        return [r.to_json(self._by_id) for r in self._compact[start:stop]]
+
+    def compact(self) -> list[CompactRow]:
+        """Every compact row (live objects: read, do not change)."""
+        return list(self._compact)
+
+    def index_of(self, event_id: int, mode: str) -> int:
+        """The row index that shows ``event_id`` in ``mode`` (-1 when none does)."""
+        if mode == "full":
+            if self.events and self.events[0].event_id <= event_id <= self.last_event_id:
+                # Ids are contiguous in a stored history; fall back to a search if not.
+                guess = event_id - self.events[0].event_id
+                if self.events[guess].event_id == event_id:
+                    return guess
+            return next((i for i, e in enumerate(self.events) if e.event_id == event_id), -1)
+        return next((i for i, r in enumerate(self._compact) if event_id in r.event_ids), -1)
+
+
+# -- timeline -----------------------------------------------------------------------------
+
+
+@dataclass
+class Bar:
+    """A span on a lane: an activity attempt, a backoff wait, a timer, a workflow task, a
+    child run. ``end`` None: still going (drawn to "now")."""
+
+    start: float
+    end: float | None
+    status: str
+    label: str
+    kind: str = "span"
+    detail: str = ""
+
+
+@dataclass
+class Tick:
+    """A point on a lane: a signal, an update, a marker, a due time."""
+
+    at: float
+    kind: str
+    label: str
+
+
+@dataclass
+class Lane:
+    """One row of the timeline."""
+
+    key: str
+    label: str
+    category: str
+    bars: list[Bar] = field(default_factory=list)
+    ticks: list[Tick] = field(default_factory=list)
+
+
+@dataclass
+class TimelineData:
+    """Everything the timeline draws; offsets are seconds since ``t0`` (epoch seconds)."""
+
+    t0: float
+    end: float
+    now: float | None
+    lanes: list[Lane]
+    hidden_lanes: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """As the widget front end reads it (statuses with their colours)."""
+        data = asdict(self)
+        for lane in data["lanes"]:
+            lane["colour"] = CATEGORY_COLOURS.get(lane["category"], CATEGORY_COLOURS["other"])
+            for bar in lane["bars"]:
+                bar["colour"] = STATUS_COLOURS.get(bar["status"], STATUS_COLOURS["waiting"])
+        return data
+
+
+def _epoch(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return float(value)
+
+
+def _duration_seconds(text: Any) -> float | None:
+    if isinstance(text, str) and text.endswith("s"):
+        try:
+            return float(text[:-1])
+        except ValueError:
+            return None
+    return None
+
+
+def _attempt_bars(
+    attempts: Sequence[Mapping[str, Any]], t0: float, fallback: Sequence[Bar]
+) -> list[Bar]:
+    """Bars for one activity: each attempt, and the backoff waits between them."""
+    if not attempts:
+        return list(fallback)
+    bars: list[Bar] = []
+    previous_end: float | None = None
+    for att in sorted(attempts, key=lambda a: int(a.get("attempt") or 0)):
+        started = _epoch(att.get("started_time")) or _epoch(att.get("scheduled_time"))
+        if started is None:
+            continue
+        ended = _epoch(att.get("ended_time"))
+        if previous_end is not None and started - t0 > previous_end:
+            bars.append(Bar(previous_end, started - t0, "waiting", "backoff", kind="backoff"))
+        outcome = str(att.get("outcome") or "running")
+        failure = att.get("failure")
+        detail = failure_text(failure) if isinstance(failure, Mapping) else str(failure or "")
+        bars.append(
+            Bar(
+                started - t0,
+                None if ended is None else ended - t0,
+                outcome,
+                f"attempt {att.get('attempt')}",
+                kind="attempt",
+                detail=detail or "",
+            )
+        )
+        previous_end = None if ended is None else ended - t0
+    return bars
+
+
+def timeline(
+    events: Sequence[HistoryEvent],
+    attempts: Sequence[Mapping[str, Any]] = (),
+    *,
+    now: float | None = None,
+    max_lanes: int = 200,
+) -> TimelineData:
+    """Lanes for a run: its workflow tasks, each activity (one bar per attempt, backoff
+    waits between), each timer (span to its firing, or to its due time while pending),
+    each child, and one lane of signal / update / marker ticks.
+
+    ``attempts`` are ``WorkflowHandle.fetch_attempts()`` items; without them (an imported
+    history) an activity shows its last attempt only. ``now`` (epoch seconds) places the
+    "now" line while the run is open.
+    """
+    if not events:
+        return TimelineData(t0=now or 0.0, end=0.0, now=0.0 if now is not None else None, lanes=[])
+    model = HistoryModel(events)
+    t0 = model.t0
+    by_activity: dict[int, list[Mapping[str, Any]]] = {}
+    for att in attempts:
+        sid = _int(att.get("scheduled_event_id"))
+        if sid is not None:
+            by_activity.setdefault(sid, []).append(att)
+
+    tasks = Lane("workflow_tasks", "workflow tasks", "workflow_task")
+    messages = Lane("messages", "signals & updates", "signal")
+    lanes: list[Lane] = [tasks]
+    open_task: Bar | None = None
+    for event in model.events:
+        kind, offset = event.event_type, event.event_time - t0
+        if kind == "WorkflowTaskScheduled":
+            open_task = Bar(offset, None, "scheduled", f"task {event.event_id}", kind="task")
+            tasks.bars.append(open_task)
+        elif kind == "WorkflowTaskStarted" and open_task is not None:
+            open_task.status = "running"
+        elif kind.startswith("WorkflowTask") and open_task is not None:
+            open_task.end = offset
+            open_task.status = {
+                "WorkflowTaskCompleted": "completed",
+                "WorkflowTaskFailed": "failed",
+                "WorkflowTaskTimedOut": "timed_out",
+            }.get(kind, open_task.status)
+            if kind == "WorkflowTaskFailed":
+                open_task.detail = event_summary(event)
+            open_task = None
+        elif kind == "WorkflowExecutionSignaled":
+            messages.ticks.append(Tick(offset, "signal", str(event.attributes.get("signalName"))))
+        elif kind == "WorkflowExecutionUpdateAccepted":
+            request = event.attributes.get("acceptedRequest") or {}
+            name = (request.get("input") or {}).get("name", "update")
+            messages.ticks.append(Tick(offset, "update", str(name)))
+        elif kind == "MarkerRecorded":
+            messages.ticks.append(
+                Tick(offset, "marker", str(event.attributes.get("markerName", "")))
+            )
+
+    for row in model.compact():
+        first = model._by_id[row.event_ids[0]]
+        if row.kind == "activity":
+            fallback: list[Bar] = []
+            started = next(
+                (
+                    model._by_id[i]
+                    for i in row.event_ids
+                    if model._by_id[i].event_type == "ActivityTaskStarted"
+                ),
+                None,
+            )
+            if started is not None:
+                fallback.append(
+                    Bar(
+                        started.event_time - t0,
+                        row.end,
+                        row.status,
+                        f"attempt {row.attempts or 1}",
+                        kind="attempt",
+                    )
+                )
+            lane = Lane(row.key, row.label, "activity")
+            lane.bars = _attempt_bars(by_activity.get(first.event_id, []), t0, fallback)
+            if not lane.bars:
+                lane.bars.append(Bar(row.start, None, "scheduled", "scheduled", kind="attempt"))
+            lanes.append(lane)
+        elif row.kind == "timer":
+            lane = Lane(row.key, row.label, "timer")
+            due_after = _duration_seconds(first.attributes.get("startToFireTimeout"))
+            due = None if due_after is None else row.start + due_after
+            lane.bars.append(Bar(row.start, row.end, row.status, row.label, kind="timer"))
+            if due is not None:
+                lane.ticks.append(Tick(due, "due", f"due at +{due:.3f}s"))
+            lanes.append(lane)
+        elif row.kind == "child":
+            lane = Lane(row.key, row.label, "child")
+            lane.bars.append(Bar(row.start, row.end, row.status, row.label, kind="child"))
+            lanes.append(lane)
+    if messages.ticks:
+        lanes.append(messages)
+
+    hidden = max(0, len(lanes) - max_lanes)
+    lanes = lanes[:max_lanes]
+    now_offset = None if model.closed or now is None else max(0.0, now - t0)
+    last = model.events[-1].event_time - t0
+    ends = [last, now_offset or 0.0]
+    for lane in lanes:
+        ends += [b.end for b in lane.bars if b.end is not None]
+        ends += [t.at for t in lane.ticks]
+    return TimelineData(t0=t0, end=max(ends), now=now_offset, lanes=lanes, hidden_lanes=hidden)

@@ -1,0 +1,181 @@
+// HistoryView front end: a virtualised table over the rows the kernel sends a window at a time.
+const ROW_H = 26; // px: every row has the same height, so scrolling needs no measuring
+const VISIBLE = 14; // rows in view
+
+function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+function seconds(s) {
+  if (s === null || s === undefined) return "";
+  if (s < 1) return `+${(s * 1000).toFixed(0)} ms`;
+  if (s < 120) return `+${s.toFixed(s < 10 ? 2 : 1)} s`;
+  if (s < 7200) return `+${(s / 60).toFixed(1)} min`;
+  if (s < 172800) return `+${(s / 3600).toFixed(1)} h`;
+  return `+${(s / 86400).toFixed(1)} d`;
+}
+
+function duration(row) {
+  if (row.end === null || row.end === undefined) return "";
+  const d = row.end - row.start;
+  return d <= 0 ? "" : seconds(d).slice(1);
+}
+
+function cells(row, mode) {
+  if (mode === "full") {
+    return [
+      h("span", { class: "dn-c dn-id", text: row.event_id }),
+      h("span", { class: "dn-c dn-off", text: seconds(row.offset) }),
+      h("span", { class: "dn-c dn-type" },
+        h("span", { class: "dn-swatch", style: `background:${row.colour}`, "aria-hidden": "true" }),
+        row.event_type),
+      h("span", { class: "dn-c dn-sum", text: row.summary }),
+    ];
+  }
+  return [
+    h("span", { class: "dn-c dn-kind" },
+      h("span", { class: "dn-swatch", style: `background:${row.colour}`, "aria-hidden": "true" }),
+      row.kind.replace("_", " ")),
+    h("span", { class: "dn-c dn-label", text: row.label }),
+    h("span", { class: "dn-c dn-status" },
+      h("span", { class: "dn-chip", style: `background:${row.status_colour}`, text: row.status.replace("_", " ") })),
+    h("span", { class: "dn-c dn-att", text: row.attempts ? `×${row.attempts}` : "" }),
+    h("span", { class: "dn-c dn-off", text: seconds(row.start) }),
+    h("span", { class: "dn-c dn-dur", text: duration(row) }),
+    h("span", { class: "dn-c dn-sum", text: row.summary }),
+  ];
+}
+
+const HEADERS = {
+  full: ["#", "at", "event", "summary"],
+  compact: ["kind", "name", "status", "attempts", "at", "took", "summary"],
+};
+
+function render({ model, el }) {
+  el.classList.add("dn-widget", "dn-history");
+  const title = h("span", { class: "dn-title" });
+  const status = h("span", { class: "dn-chip dn-run-status", role: "status" });
+  const live = h("span", { class: "dn-live", "aria-live": "polite" });
+  const counts = h("span", { class: "dn-counts" });
+  const tabs = h("span", { class: "dn-tabs", role: "group", "aria-label": "History view" });
+  const tabButtons = {};
+  for (const mode of ["compact", "full"]) {
+    const b = h("button", { type: "button", class: "dn-tab", "data-mode": mode, text: mode });
+    b.addEventListener("click", () => {
+      model.set("mode", mode);
+      model.save_changes();
+    });
+    tabButtons[mode] = b;
+    tabs.append(b);
+  }
+  const header = h("div", { class: "dn-head" }, title, status, live, counts, tabs);
+  const colhead = h("div", { class: "dn-row dn-colhead", role: "row" });
+  const body = h("div", { class: "dn-scroll", tabindex: "0", role: "rowgroup",
+    "aria-label": "Events", style: `height:${ROW_H * VISIBLE}px` });
+  const spacer = h("div", { class: "dn-spacer" });
+  body.append(spacer);
+  const detail = h("pre", { class: "dn-detail", "aria-live": "polite", hidden: true });
+  const error = h("div", { class: "dn-error", role: "alert", hidden: true });
+  el.append(header, error, colhead, body, detail);
+
+  let follow = true; // stick to the bottom while the run grows
+  let selectedDetail = null;
+
+  function renderHeader() {
+    title.textContent = model.get("title");
+    const st = model.get("status");
+    status.textContent = st.replace("_", " ");
+    status.dataset.status = st;
+    live.textContent = model.get("live") ? "● live" : "";
+    const f = model.get("failure_count");
+    counts.textContent = `${model.get("event_count")} events` + (f ? ` · ${f} failure${f === 1 ? "" : "s"}` : "");
+    const mode = model.get("mode");
+    for (const [m, b] of Object.entries(tabButtons)) b.setAttribute("aria-pressed", String(m === mode));
+    colhead.replaceChildren(...HEADERS[mode].map((t) => h("span", { class: "dn-c", role: "columnheader", text: t })));
+    colhead.dataset.mode = mode;
+    const e = model.get("error");
+    error.hidden = !e;
+    error.textContent = e;
+  }
+
+  function renderRows() {
+    const mode = model.get("mode");
+    const total = model.get("total");
+    const start = model.get("window_start");
+    const rows = model.get("rows");
+    const selected = model.get("selected");
+    spacer.style.height = `${total * ROW_H}px`;
+    const nodes = rows.map((row, i) => {
+      const index = start + i;
+      const node = h("div", {
+        class: `dn-row${row.failed ? " dn-failed" : ""}${index === selected ? " dn-selected" : ""}`,
+        role: "row", tabindex: "-1", "data-index": index, "aria-selected": String(index === selected),
+        style: `top:${index * ROW_H}px`, "data-mode": mode,
+      }, ...cells(row, mode));
+      node.addEventListener("click", () => select(index, row));
+      return node;
+    });
+    body.replaceChildren(spacer, ...nodes);
+    if (follow && model.get("live")) body.scrollTop = body.scrollHeight;
+  }
+
+  function select(index, row) {
+    selectedDetail = row ? row.detail : null;
+    detail.hidden = !selectedDetail;
+    detail.textContent = selectedDetail || "";
+    model.set("selected", index);
+    model.save_changes();
+    renderRows();
+  }
+
+  function onScroll() {
+    const first = Math.floor(body.scrollTop / ROW_H);
+    const size = model.get("window_size");
+    const start = model.get("window_start");
+    follow = body.scrollTop + body.clientHeight >= body.scrollHeight - ROW_H;
+    if (first < start || first + VISIBLE > start + size) {
+      model.set("window_start", Math.max(0, first - Math.floor(size / 4)));
+      model.save_changes();
+    }
+  }
+
+  function onKey(ev) {
+    const total = model.get("total");
+    let index = model.get("selected");
+    if (ev.key === "ArrowDown") index = Math.min(total - 1, index + 1);
+    else if (ev.key === "ArrowUp") index = Math.max(0, index - 1);
+    else if (ev.key === "Home") index = 0;
+    else if (ev.key === "End") index = total - 1;
+    else return;
+    ev.preventDefault();
+    body.scrollTop = Math.max(0, (index - 3) * ROW_H);
+    const start = model.get("window_start");
+    select(index, model.get("rows")[index - start] || null);
+  }
+
+  body.addEventListener("scroll", onScroll);
+  body.addEventListener("keydown", onKey);
+  const onHeader = () => renderHeader();
+  const onRows = () => renderRows();
+  for (const name of ["title", "status", "live", "event_count", "failure_count", "mode", "error"]) {
+    model.on(`change:${name}`, onHeader);
+  }
+  for (const name of ["rows", "total", "selected"]) model.on(`change:${name}`, onRows);
+  renderHeader();
+  renderRows();
+  return () => {
+    for (const name of ["title", "status", "live", "event_count", "failure_count", "mode", "error"]) {
+      model.off(`change:${name}`, onHeader);
+    }
+    for (const name of ["rows", "total", "selected"]) model.off(`change:${name}`, onRows);
+  };
+}
+
+export default { render };

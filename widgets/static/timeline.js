@@ -1,0 +1,134 @@
+// Timeline front end: an SVG drawing of the lanes the kernel computes (widgets/models.py).
+const SVG = "http://www.w3.org/2000/svg";
+const LANE_H = 24;
+const LABEL_W = 200;
+const AXIS_H = 22;
+
+function s(tag, attrs = {}, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function niceStep(span) {
+  const raw = span / 8;
+  const pow = 10 ** Math.floor(Math.log10(raw || 1));
+  for (const m of [1, 2, 5, 10]) if (m * pow >= raw) return m * pow;
+  return 10 * pow;
+}
+
+function label(sec) {
+  if (sec < 1) return `${Math.round(sec * 1000)} ms`;
+  if (sec < 120) return `${+sec.toFixed(2)} s`;
+  if (sec < 7200) return `${+(sec / 60).toFixed(1)} min`;
+  if (sec < 172800) return `${+(sec / 3600).toFixed(1)} h`;
+  return `${+(sec / 86400).toFixed(1)} d`;
+}
+
+function render({ model, el }) {
+  el.classList.add("dn-widget", "dn-timeline");
+  const head = document.createElement("div");
+  head.className = "dn-head";
+  const title = document.createElement("span");
+  title.className = "dn-title";
+  const live = document.createElement("span");
+  live.className = "dn-live";
+  live.setAttribute("aria-live", "polite");
+  head.append(title, live);
+  const holder = document.createElement("div");
+  const note = document.createElement("div");
+  note.className = "dn-note";
+  el.append(head, holder, note);
+
+  function draw() {
+    const data = { ...(model.get("data") || {}) };
+    data.now = model.get("now");
+    const lanes = data.lanes || [];
+    title.textContent = model.get("title");
+    live.textContent = model.get("live") ? "● live" : "";
+    const width = Math.max(480, el.clientWidth || 900);
+    const plotW = width - LABEL_W - 16;
+    const end = Math.max(data.end || 0, data.now || 0, 0.001);
+    const x = (t) => LABEL_W + (Math.max(0, t) / end) * plotW;
+    const height = AXIS_H + lanes.length * LANE_H + 4;
+    const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, role: "img",
+      "aria-label": `Timeline of ${model.get("title")}: ${lanes.length} lanes over ${label(end)}` });
+    svg.style.height = `${height}px`;
+    const axis = s("g", { class: "dn-axis" });
+    const step = niceStep(end);
+    for (let t = 0; t <= end + 1e-9; t += step) {
+      axis.append(s("line", { x1: x(t), x2: x(t), y1: AXIS_H - 4, y2: height }));
+      axis.append(s("text", { x: x(t) + 2, y: AXIS_H - 8 }, label(t)));
+    }
+    svg.append(axis);
+    lanes.forEach((lane, i) => {
+      const y = AXIS_H + i * LANE_H;
+      const g = s("g", { class: "dn-lane", "data-key": lane.key });
+      g.append(s("rect", { x: 0, y: y + 5, width: 4, height: LANE_H - 10, fill: lane.colour }));
+      const name = s("text", { x: 8, y: y + LANE_H / 2 + 4, class: "dn-lane-label" },
+        lane.label.length > 28 ? `${lane.label.slice(0, 27)}…` : lane.label);
+      name.append(s("title", {}, lane.label));
+      g.append(name);
+      for (const bar of lane.bars) {
+        const stop = bar.end === null ? (data.now ?? end) : bar.end;
+        const x0 = x(bar.start);
+        const w = Math.max(2, x(stop) - x0);
+        let shape;
+        if (bar.kind === "backoff") {
+          shape = s("line", { x1: x0, x2: x0 + w, y1: y + LANE_H / 2, y2: y + LANE_H / 2,
+            stroke: bar.colour, "stroke-width": 2, "stroke-dasharray": "4 3", class: "dn-bar dn-backoff" });
+        } else {
+          shape = s("rect", { x: x0, y: y + 4, width: w, height: LANE_H - 8, rx: 3, fill: bar.colour,
+            class: `dn-bar dn-${bar.kind} dn-status-${bar.status}`, "data-status": bar.status,
+            stroke: bar.end === null ? "#1971c2" : "none", "stroke-dasharray": bar.end === null ? "3 2" : "" });
+        }
+        const dur = bar.end === null ? "still going" : label(bar.end - bar.start);
+        shape.append(s("title", {}, `${lane.label}: ${bar.label} (${bar.status.replace("_", " ")}, ${dur})` +
+          (bar.detail ? `\n${bar.detail}` : "")));
+        g.append(shape);
+      }
+      for (const tick of lane.ticks) {
+        const tx = x(tick.at);
+        const mark = tick.kind === "due"
+          ? s("line", { x1: tx, x2: tx, y1: y + 2, y2: y + LANE_H - 2, stroke: "#495057", "stroke-width": 2, class: "dn-tick dn-due" })
+          : s("path", { d: `M${tx - 5},${y + 5} L${tx + 5},${y + 5} L${tx},${y + 14} Z`,
+            fill: tick.kind === "update" ? "#0c8599" : tick.kind === "marker" ? "#495057" : "#9c36b5",
+            class: `dn-tick dn-${tick.kind}` });
+        mark.append(s("title", {}, `${tick.kind}: ${tick.label} at ${label(tick.at)}`));
+        g.append(mark);
+      }
+      svg.append(g);
+    });
+    if (data.now !== null && data.now !== undefined) {
+      const nx = x(data.now);
+      const now = s("line", { x1: nx, x2: nx, y1: AXIS_H - 4, y2: height, class: "dn-now" });
+      now.append(s("title", {}, `now: ${label(data.now)} after the start`));
+      svg.append(now);
+    }
+    holder.replaceChildren(svg);
+    note.textContent = data.hidden_lanes ? `${data.hidden_lanes} more lanes not drawn` : "";
+  }
+
+  const onChange = () => draw();
+  model.on("change:data", onChange);
+  model.on("change:live", onChange);
+  model.on("change:now", onChange);
+  let lastWidth = el.clientWidth;
+  const observer = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => {
+    if (el.clientWidth !== lastWidth) {
+      lastWidth = el.clientWidth;
+      draw();
+    }
+  });
+  if (observer) observer.observe(el);
+  draw();
+  return () => {
+    model.off("change:data", onChange);
+    model.off("change:live", onChange);
+    model.off("change:now", onChange);
+    if (observer) observer.disconnect();
+  };
+}
+
+export default { render };

@@ -1,0 +1,141 @@
+"""Timeline: a run's activities, attempts, backoffs, timers, children and signals in time."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
+
+from . import _live
+from ._source import RunSource, closing_subscription, seconds
+from .models import STATUS_COLOURS, HistoryModel, TimelineData, timeline
+
+__all__ = ["Timeline"]
+
+STATIC = Path(__file__).parent / "static"
+
+
+class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
+    """A horizontal timeline of a run, live while it is open.
+
+    One lane for the workflow tasks, one per activity (each attempt a bar, failed ones in
+    red, the backoff waits between them dashed), one per timer (a span to its firing, its
+    due time marked), one per child, and one lane of signal / update / marker ticks. A
+    "now" line moves while the run is open. :meth:`figure` draws the same view with
+    matplotlib for static output (printed notes, nbval, exported notebooks).
+    """
+
+    _esm = STATIC / "timeline.js"
+    _css = STATIC / "widgets.css"
+
+    title = traitlets.Unicode("").tag(sync=True)
+    data = traitlets.Dict({}).tag(sync=True)
+    #: The "now" line (seconds since the start) while the run is open; None once closed.
+    now = traitlets.Float(None, allow_none=True).tag(sync=True)
+    live = traitlets.Bool(False).tag(sync=True)
+
+    # Set before anything can fail, so close() (also run by __del__) always works.
+    _subscription: _live.Subscription | None = None
+
+    def __init__(
+        self,
+        source: WorkflowHandle | WorkflowHistory,
+        *,
+        refresh_interval: float | timedelta = 0.5,
+        max_lanes: int = 200,
+        **kwargs: Any,
+    ) -> None:
+        interval = seconds(refresh_interval)
+        self._lock = threading.RLock()
+        self._source = RunSource(source, attempts=True)
+        self._model = HistoryModel(self._source.events)
+        self._attempts: list[dict[str, Any]] = list(self._source.attempts)
+        self._max_lanes = max_lanes
+        super().__init__(**kwargs)
+        workflow_type = next((r.label for r in self._model.compact()[:1]), "")
+        self.title = f"{self._source.workflow_id} · {workflow_type}"
+        with self.hold_sync():
+            self._redraw()
+            self.live = self._source.live
+        self._subscription = closing_subscription(
+            self._source,
+            lambda: self._model.last_event_id,
+            self._apply,
+            interval,
+            f"timeline {self._source.workflow_id}",
+        )
+
+    @property
+    def timeline(self) -> TimelineData:
+        """The view model: lanes of bars and ticks (offsets in seconds since the start)."""
+        now = self._source.now() if self._source.live else None
+        return timeline(self._model.events, self._attempts, now=now, max_lanes=self._max_lanes)
+
+    @property
+    def refreshing(self) -> bool:
+        """Whether a background refresh is following the run."""
+        return self._subscription is not None and self._subscription.active
+
+    def _redraw(self) -> None:
+        data = self.timeline.to_json()
+        self.data = data
+        self.now = data["now"]
+
+    def _apply(self, events: list[HistoryEvent], attempts: list[dict[str, Any]] | None) -> bool:
+        with self._lock:
+            added = self._model.extend(events)
+            # Retries show up in the attempts table before any event records them.
+            changed = added > 0 or (attempts is not None and attempts != self._attempts)
+            if attempts is not None:
+                self._attempts = attempts
+            if changed:
+                self._redraw()
+            elif self._source.live:  # only the "now" line moves
+                self.now = max(0.0, self._source.now() - self._model.t0)
+            if self._model.closed:
+                self.live = False
+                return False
+            return True
+
+    def close(self) -> None:
+        """Stop following the run and close the widget."""
+        if self._subscription is not None:
+            self._subscription.cancel()
+        self.live = False
+        super().close()
+
+    def figure(self, *, width: float = 10.0) -> Any:
+        """The timeline as a matplotlib Figure (for static output)."""
+        from matplotlib.figure import Figure
+
+        data = self.timeline
+        lanes = list(reversed(data.lanes))
+        fig = Figure(figsize=(width, 0.45 * max(len(lanes), 1) + 1.2), layout="constrained")
+        ax = fig.add_subplot()
+        end = max(data.end, data.now or 0.0, 1e-3)
+        for y, lane in enumerate(lanes):
+            for bar in lane.bars:
+                stop = bar.end if bar.end is not None else (data.now if data.now else end)
+                colour = STATUS_COLOURS.get(bar.status, STATUS_COLOURS["waiting"])
+                width_s = max(stop - bar.start, end / 400)
+                if bar.kind == "backoff":
+                    ax.hlines(y, bar.start, stop, colors=colour, linestyles="dashed", lw=1.5)
+                    continue
+                ax.broken_barh([(bar.start, width_s)], (y - 0.3, 0.6), facecolors=colour)
+            for tick in lane.ticks:
+                marker = "|" if tick.kind == "due" else "v"
+                ax.plot([tick.at], [y], marker=marker, color="#495057", markersize=9)
+        if data.now is not None:
+            ax.axvline(data.now, color="#e03131", linestyle="--", lw=1)
+        ax.set_yticks(range(len(lanes)), [lane.label for lane in lanes])
+        ax.set_xlim(0, end * 1.02)
+        ax.set_xlabel("seconds since the run started")
+        ax.set_title(self.title, loc="left", fontsize=10)
+        ax.grid(axis="x", alpha=0.3)
+        return fig
