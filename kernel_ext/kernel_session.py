@@ -314,6 +314,18 @@ class Session:
             self.call(worker.shutdown(), timeout=60)
         return f"worker stopped on task queue {queue!r}"
 
+    def worker(self, task_queue: str | None = None) -> Worker:
+        """The running worker of ``task_queue`` (default: the session's default queue), e.g.
+        for ``widgets.WorkerMonitor``."""
+        queue = task_queue or self.default_task_queue
+        worker = self._workers.get(queue)
+        if worker is None:
+            raise InvalidArgumentError(
+                f"no worker is running on task queue {queue!r}: start one with "
+                f"%durable worker start --task-queue {queue}"
+            )
+        return worker
+
     def workers(self) -> list[WorkerStatus]:
         """Every task queue with registrations or a worker, sorted by name."""
         out: list[WorkerStatus] = []

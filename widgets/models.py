@@ -136,7 +136,7 @@ def event_summary(event: HistoryEvent) -> str:
     if "cause" in a and isinstance(a["cause"], str):
         parts.append(a["cause"].removeprefix("WORKFLOW_TASK_FAILED_CAUSE_"))
     preview = payload_preview(a, _PREVIEW)
-    if preview is not None:
+    if preview:
         parts.append(preview)
     failure = _failure(a)
     if failure:

@@ -14,6 +14,7 @@ from IPython.testing import globalipapp
 
 import kernel_ext
 from engine import WorkflowExecutionStatus
+from engine.exceptions import InvalidArgumentError
 from kernel_ext.kernel_session import LOOP_THREAD_NAME
 
 DEFINITIONS = """
@@ -143,6 +144,10 @@ def test_a_cell_defined_workflow_runs_on_the_background_worker(
     )
     assert shell.user_ns["result"] == "Hello, Ada!"
     assert shell.user_ns["calls"] == ["Ada"]
+    worker = kernel_ext.session().worker()
+    assert worker.task_queue == "notebook" and worker.is_running
+    with pytest.raises(InvalidArgumentError, match="--task-queue other"):
+        kernel_ext.session().worker("other")
 
 
 def test_activities_run_while_a_cell_blocks(shell: InteractiveShell) -> None:
