@@ -1,0 +1,470 @@
+"""ExecutionList: runs matching a list filter, counted by status, a page at a time, live."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import ipywidgets
+import traitlets
+
+from engine import Client, WorkflowExecution, WorkflowExecutionStatus
+
+from . import _live
+from ._source import seconds
+from .history_view import HistoryView
+from .models import STATUS_COLOURS
+
+__all__ = [
+    "ExecutionList",
+    "ExecutionTable",
+    "StatusCounts",
+    "count_statuses",
+    "execution_row",
+    "status_name",
+    "with_status",
+]
+
+log = logging.getLogger("widgets")
+
+STATIC = Path(__file__).parent / "static"
+
+#: The statuses in the order their chips appear.
+STATUSES = [s.name.lower() for s in WorkflowExecutionStatus]
+
+#: Seconds between two counts by status while the list refreshes live.
+COUNT_INTERVAL = 5.0
+
+_AND = re.compile(r"\s+AND\s+", re.IGNORECASE)
+_STATUS_TERM = re.compile(r"^\s*ExecutionStatus\s*=", re.IGNORECASE)
+
+
+# -- pure view model --------------------------------------------------------------------
+
+
+def status_name(status: WorkflowExecutionStatus) -> str:
+    """``WorkflowExecutionStatus.TIMED_OUT`` → ``"timed_out"`` (the key of the colours)."""
+    return status.name.lower()
+
+
+def _query_status(status: str) -> str:
+    """``"timed_out"`` → ``"TimedOut"``, as the list filter spells it."""
+    return "".join(part.capitalize() for part in status.split("_"))
+
+
+def with_status(query: str, status: str | None) -> str:
+    """``query`` with its ExecutionStatus term replaced by ``status`` (removed if None).
+
+    ``with_status("WorkflowType = 'A'", "running")`` →
+    ``"WorkflowType = 'A' AND ExecutionStatus = 'Running'"``.
+    """
+    terms = [t.strip() for t in _AND.split(query.strip())] if query.strip() else []
+    terms = [t for t in terms if not _STATUS_TERM.match(t)]
+    if status:
+        if status not in STATUSES:
+            raise ValueError(f"unknown status {status!r}; known: {', '.join(STATUSES)}")
+        terms.append(f"ExecutionStatus = '{_query_status(status)}'")
+    return " AND ".join(terms)
+
+
+def _took(value: float) -> str:
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    if value < 120:
+        return f"{value:.1f} s"
+    if value < 7200:
+        return f"{value / 60:.1f} min"
+    if value < 172800:
+        return f"{value / 3600:.1f} h"
+    return f"{value / 86400:.1f} d"
+
+
+def execution_row(execution: WorkflowExecution, now: float) -> dict[str, Any]:
+    """One listed run as the JSON-able row the table shows (times in UTC; ``now`` in
+    epoch seconds on the run's clock, for the age of open runs)."""
+    status = status_name(execution.status)
+    start = execution.start_time.timestamp()
+    closed = execution.close_time
+    took = max(0.0, (closed.timestamp() if closed else now) - start)
+    return {
+        "id": execution.id,
+        "run_id": execution.run_id,
+        "workflow_type": execution.workflow_type,
+        "task_queue": execution.task_queue,
+        "status": status,
+        "status_colour": STATUS_COLOURS.get(status, "#868e96"),
+        "start": start,
+        "started": execution.start_time.strftime("%Y-%m-%d %H:%M:%S"),
+        "closed": closed.strftime("%Y-%m-%d %H:%M:%S") if closed else "",
+        "took": _took(took),
+        "history_length": execution.history_length,
+    }
+
+
+@dataclass(frozen=True)
+class StatusCounts:
+    """Matches by status; when ``capped``, counts of the newest ``total`` matches only."""
+
+    by_status: dict[str, int]
+    total: int
+    capped: bool
+
+    def text(self, status: str | None = None) -> str:
+        """``"12"``, or ``"1000+"`` when more matches were not counted."""
+        n = self.total if status is None else self.by_status.get(status, 0)
+        return f"{n}+" if self.capped else str(n)
+
+
+def count_statuses(executions: Iterable[WorkflowExecution], limit: int) -> StatusCounts:
+    """Count the first ``limit`` executions by status; ``capped`` if there were more."""
+    counts: Counter[str] = Counter()
+    total = 0
+    for execution in executions:
+        if total == limit:
+            return StatusCounts(_ordered(counts), total, True)
+        counts[status_name(execution.status)] += 1
+        total += 1
+    return StatusCounts(_ordered(counts), total, False)
+
+
+def _ordered(counts: Counter[str]) -> dict[str, int]:
+    return {s: counts[s] for s in STATUSES if counts[s]}
+
+
+# -- the table (anywidget) --------------------------------------------------------------
+
+
+class ExecutionTable(anywidget.AnyWidget):  # type: ignore[misc]
+    """The table part of :class:`ExecutionList`: filter box, status chips, rows, pager.
+
+    The front end sets ``query`` (Enter in the filter box) and ``selected`` (a click on a
+    row), and sends ``{"type": "next" | "previous" | "status"}`` messages; the
+    :class:`ExecutionList` that owns it does the rest.
+    """
+
+    _esm = STATIC / "execution_list.js"
+    _css = STATIC / "widgets.css"
+
+    query = traitlets.Unicode("").tag(sync=True)
+    applied_query = traitlets.Unicode("").tag(sync=True)
+    rows: traitlets.List[dict[str, Any]] = traitlets.List([]).tag(sync=True)
+    counts = traitlets.Dict({}).tag(sync=True)
+    count_total = traitlets.Int(0).tag(sync=True)
+    counts_capped = traitlets.Bool(False).tag(sync=True)
+    page = traitlets.Int(1).tag(sync=True)
+    page_size = traitlets.Int(50).tag(sync=True)
+    has_next = traitlets.Bool(False).tag(sync=True)
+    has_previous = traitlets.Bool(False).tag(sync=True)
+    error = traitlets.Unicode("").tag(sync=True)
+    selected = traitlets.Dict({}).tag(sync=True)
+    live = traitlets.Bool(False).tag(sync=True)
+
+
+@dataclass
+class _Page:
+    rows: list[dict[str, Any]]
+    next_token: bytes | None
+    counts: StatusCounts
+
+
+class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
+    """Runs matching a list filter, newest first: status chips with counts, a page at a
+    time, refreshed live; clicking a run opens its :class:`HistoryView` below the table.
+
+    ``query`` is the visibility filter (``WorkflowType = 'Order' AND ExecutionStatus =
+    'Running'``); a filter the engine cannot read is shown as an error and the previous
+    rows stay. Counts cover at most ``count_limit`` matches ("1000+" beyond). The current
+    page is re-read every ``refresh_interval`` while the widget is open; :meth:`close`
+    stops that and closes the history view.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        query: str = "",
+        *,
+        page_size: int = 50,
+        refresh_interval: float | timedelta = 1.0,
+        count_limit: int = 1000,
+        **kwargs: Any,
+    ) -> None:
+        if not isinstance(client, Client):
+            raise TypeError(f"expected an engine Client, not {type(client).__name__}")
+        if not 1 <= page_size <= 500:
+            raise ValueError(f"page_size must be between 1 and 500, not {page_size}")
+        if count_limit < 1:
+            raise ValueError(f"count_limit must be at least 1, not {count_limit}")
+        self._interval = seconds(refresh_interval)
+        self._client = client
+        self._page_size = page_size
+        self._count_limit = count_limit
+        self._lock = threading.Lock()
+        self._generation = 0  # bumped by every change of query or page
+        self._applied = ""
+        self._tokens: list[bytes | None] = [None]  # the token of each page visited
+        self._next: bytes | None = None
+        self._counts: StatusCounts | None = None
+        self._syncing = False  # set while Python itself writes query / selected
+        self._view: HistoryView | None = None
+        self._view_key: dict[str, str] = {}  # the run whose history is shown
+        self._open_failed = False
+        self._closed = False
+        self.table = ExecutionTable(page_size=page_size)
+        self.detail = ipywidgets.VBox()
+        super().__init__(children=[self.table, self.detail], **kwargs)
+        self.add_class("dn-execution-list")
+        if not self.set_query(query):
+            self._applied = self.table.applied_query = query.strip()  # no rows, not all rows
+        self.table.observe(self._on_query, names=["query"])
+        self.table.observe(self._on_selected, names=["selected"])
+        self.table.on_msg(self._on_message)
+        self._subscription = _live.subscribe(self._refresh, f"executions {client.namespace}")
+        self.table.live = True
+
+    # -- what the table shows (read-only views of its traits) ---------------------------
+
+    @property
+    def query(self) -> str:
+        """The filter whose matches are listed (the last one the engine accepted)."""
+        return self._applied
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The runs of the current page, as the table shows them."""
+        return list(self.table.rows)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Matches by status (of the newest ``count_limit`` when :attr:`counts_capped`)."""
+        return dict(self.table.counts)
+
+    @property
+    def counts_capped(self) -> bool:
+        """Whether there were more matches than ``count_limit``."""
+        return bool(self.table.counts_capped)
+
+    @property
+    def error(self) -> str:
+        """The last error (a filter the engine refused, a run that could not open)."""
+        return str(self.table.error)
+
+    @property
+    def page(self) -> int:
+        """The page shown, from 1."""
+        return len(self._tokens)
+
+    @property
+    def history_view(self) -> HistoryView | None:
+        """The history of the run last clicked, while it is open."""
+        return self._view
+
+    @property
+    def refreshing(self) -> bool:
+        """Whether the live refresh runs."""
+        return self._subscription.active
+
+    # -- reading pages ------------------------------------------------------------------
+
+    async def _fetch(
+        self, query: str, token: bytes | None, counts: StatusCounts | None = None
+    ) -> _Page:
+        """Read a page; count the matches by status unless ``counts`` (still current)
+        is given and counting would take a query of its own."""
+        client = self._client
+        listing = client.list_workflows(
+            query or None, page_size=self._page_size, next_page_token=token
+        )
+        await listing.fetch_next_page()
+        page = listing.current_page or []
+        if token is None and listing.next_page_token is None:
+            counts = count_statuses(page, self._count_limit)  # every match is on this page
+        elif counts is None:
+            counted = client.list_workflows(
+                query or None, limit=self._count_limit + 1, page_size=self._count_limit + 1
+            )
+            await counted.fetch_next_page()
+            counts = count_statuses(counted.current_page or [], self._count_limit)
+        now = client.clock.now()
+        return _Page([execution_row(e, now) for e in page], listing.next_page_token, counts)
+
+    def _show(self, page: _Page) -> None:
+        """Put a page on the table; call with ``_lock`` held."""
+        table = self.table
+        with table.hold_sync():
+            table.rows = page.rows
+            table.counts = page.counts.by_status
+            table.count_total = page.counts.total
+            table.counts_capped = page.counts.capped
+            table.page = len(self._tokens)
+            table.has_previous = len(self._tokens) > 1
+            table.has_next = page.next_token is not None
+            table.applied_query = self._applied
+        self._next, self._counts = page.next_token, page.counts
+
+    def _load(self, query: str, tokens: list[bytes | None]) -> bool:
+        """Read the page ``tokens[-1]`` of ``query`` and show it; on an error keep the
+        rows and show the error instead."""
+        try:
+            page = _live.call(self._fetch(query, tokens[-1]))
+        except Exception as err:
+            self.table.error = _describe(err, query)
+            return False
+        with self._lock:
+            self._generation += 1
+            self._applied, self._tokens = query, tokens
+            self._show(page)
+            self.table.error = ""
+        return True
+
+    def set_query(self, query: str) -> bool:
+        """List the runs matching ``query`` from the first page; returns False (and shows
+        the engine's message, keeping the rows) when the filter cannot be read."""
+        query = query.strip()
+        self._syncing = True
+        try:
+            self.table.query = query
+        finally:
+            self._syncing = False
+        return self._load(query, [None])
+
+    def next_page(self) -> bool:
+        """Show the next page; returns False on the last page."""
+        if self._next is None:
+            return False
+        return self._load(self._applied, [*self._tokens, self._next])
+
+    def previous_page(self) -> bool:
+        """Show the previous page; returns False on the first page."""
+        if len(self._tokens) < 2:
+            return False
+        return self._load(self._applied, self._tokens[:-1])
+
+    def refresh(self) -> bool:
+        """Read the current page again now."""
+        return self._load(self._applied, list(self._tokens))
+
+    async def _refresh(self) -> None:
+        # Counting takes a query of up to count_limit rows (unless the first page holds
+        # every match): the live refresh does it every few seconds, not at every tick.
+        every = max(1, round(COUNT_INTERVAL / self._interval))
+        tick = 0
+        while True:
+            await asyncio.sleep(self._interval)
+            tick += 1
+            with self._lock:
+                generation, query, token = self._generation, self._applied, self._tokens[-1]
+                counts = None if tick % every == 0 else self._counts
+            try:
+                page = await self._fetch(query, token, counts)
+            except Exception as err:  # read again at the next tick
+                log.debug("refresh of the execution list failed: %s", err)
+                continue
+            with self._lock:
+                if generation == self._generation and not self._closed:
+                    self._show(page)
+
+    # -- the front end's requests -------------------------------------------------------
+
+    def _on_query(self, change: dict[str, Any]) -> None:
+        if not self._syncing:
+            self._load(str(change["new"]).strip(), [None])
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Sequence[Any]) -> None:
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        if kind == "next":
+            self.next_page()
+        elif kind == "previous":
+            self.previous_page()
+        elif kind == "refresh":
+            self.refresh()
+        elif kind == "query":
+            self.set_query(str(content.get("query", "")))
+        elif kind == "status":
+            status = content.get("status") or None
+            if status is None or status in STATUSES:
+                self.set_query(with_status(self._applied, status))
+
+    def _on_selected(self, change: dict[str, Any]) -> None:
+        if self._syncing:
+            return
+        selected = change["new"] or {}
+        if selected.get("id"):
+            self._open(str(selected["id"]), str(selected.get("run_id") or "") or None)
+        else:
+            self._close_view()
+
+    # -- the history of the clicked run -------------------------------------------------
+
+    def open_run(self, workflow_id: str, run_id: str | None = None) -> HistoryView | None:
+        """Select a run (the latest of ``workflow_id`` unless ``run_id`` is given) and
+        show its history below the table; returns the view, or None when the run could
+        not be opened (the error shows and the previous view stays)."""
+        return self._open(workflow_id, run_id)
+
+    def _open(self, workflow_id: str, run_id: str | None) -> HistoryView | None:
+        try:
+            if run_id is None:
+                handle = self._client.get_workflow_handle(workflow_id)
+                run_id = _live.call(handle.describe()).run_id
+            view = HistoryView(self._client.get_workflow_handle(workflow_id, run_id=run_id))
+        except Exception as err:
+            self._select(self._view_key)  # back to the run still shown
+            which = f"run {run_id} of workflow" if run_id else "workflow"
+            self.table.error = f"could not open {which} {workflow_id!r}: {err}"
+            self._open_failed = True
+            return None
+        previous, self._view = self._view, view
+        self._view_key = {"id": workflow_id, "run_id": run_id}
+        self._select(self._view_key)
+        self.detail.children = (view,)
+        if previous is not None:
+            previous.close()
+        if self._open_failed:
+            self._open_failed = False
+            self.table.error = ""
+        return view
+
+    def _select(self, key: dict[str, str]) -> None:
+        self._syncing = True
+        try:
+            self.table.selected = dict(key)
+        finally:
+            self._syncing = False
+
+    def _close_view(self) -> None:
+        view, self._view, self._view_key = self._view, None, {}
+        self._select({})
+        self.detail.children = ()
+        if view is not None:
+            view.close()
+
+    def close(self) -> None:
+        """Stop the refresh, close the history view and the widget."""
+        subscription = getattr(self, "_subscription", None)  # None: construction failed
+        if subscription is not None:
+            with self._lock:
+                self._closed = True
+            subscription.cancel()
+            self._close_view()
+            self.table.live = False
+            self.table.close()
+            self.detail.close()
+        super().close()
+
+
+def _describe(err: Exception, query: str) -> str:
+    message = str(err) or type(err).__name__
+    if query and query not in message:
+        message = f"{message} (filter: {query})"
+    return message

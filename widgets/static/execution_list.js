@@ -1,0 +1,154 @@
+// ExecutionList front end: filter box, status chips with counts, one page of runs, pager.
+// Paging tokens stay in the kernel: the buttons only ask for the next or previous page.
+
+function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+const COLOURS = {
+  running: "#1971c2", completed: "#2b8a3e", failed: "#e03131", canceled: "#868e96",
+  terminated: "#495057", continued_as_new: "#7048e8", timed_out: "#c2255c",
+};
+const HEADERS = ["status", "workflow id", "type", "run id", "task queue", "started (UTC)", "took", "events"];
+
+function label(status) {
+  return status.replaceAll("_", " ");
+}
+
+function render({ model, el }) {
+  el.classList.add("dn-widget", "dn-xl");
+  const input = h("input", {
+    type: "search", class: "dn-xl-filter", spellcheck: "false",
+    placeholder: "WorkflowType = 'Order' AND ExecutionStatus = 'Running'",
+    "aria-label": "List filter (press Enter to apply)",
+  });
+  const apply = h("button", { type: "button", text: "Filter" });
+  const live = h("span", { class: "dn-live", "aria-live": "polite" });
+  const head = h("div", { class: "dn-head" }, input, apply, live);
+  const chips = h("div", { class: "dn-xl-chips", role: "group", "aria-label": "Counts by status" });
+  const error = h("div", { class: "dn-error", role: "alert", hidden: true });
+  const colhead = h("div", { class: "dn-xl-row dn-colhead", role: "row" },
+    ...HEADERS.map((t) => h("span", { class: "dn-c", role: "columnheader", text: t })));
+  const body = h("div", { class: "dn-xl-body", role: "rowgroup", "aria-label": "Runs" });
+  const prev = h("button", { type: "button", text: "‹ previous", "aria-label": "Previous page" });
+  const next = h("button", { type: "button", text: "next ›", "aria-label": "Next page" });
+  const pageLabel = h("span", { class: "dn-counts" });
+  const pager = h("div", { class: "dn-xl-pager" }, prev, pageLabel, next);
+  const note = h("div", { class: "dn-note", text: "Click a run to open its history below." });
+  el.append(head, chips, error, colhead, body, pager, note);
+
+  function submit() {
+    model.send({ type: "query", query: input.value });
+  }
+  input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter") {
+      ev.preventDefault();
+      submit();
+    }
+  });
+  apply.addEventListener("click", submit);
+  prev.addEventListener("click", () => model.send({ type: "previous" }));
+  next.addEventListener("click", () => model.send({ type: "next" }));
+
+  function renderQuery() {
+    if (document.activeElement !== input) input.value = model.get("query");
+  }
+
+  function chip(status, text, pressed) {
+    const b = h("button", {
+      type: "button", class: "dn-xl-chip", "data-status": status || "all",
+      "aria-pressed": String(pressed),
+      title: status ? `Only ${label(status)} runs` : "Every status",
+    },
+    h("span", { class: "dn-swatch", style: `background:${status ? COLOURS[status] || "#868e96" : "#adb5bd"}`, "aria-hidden": "true" }),
+    text);
+    b.addEventListener("click", () => model.send({ type: "status", status: pressed ? null : status }));
+    return b;
+  }
+
+  function renderCounts() {
+    const counts = model.get("counts");
+    const capped = model.get("counts_capped");
+    const plus = capped ? "+" : "";
+    const applied = model.get("applied_query");
+    const m = /ExecutionStatus\s*=\s*['"]([^'"]*)['"]/i.exec(applied);
+    const current = m ? m[1].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase() : null;
+    const nodes = [chip(null, `all ${model.get("count_total")}${plus}`, current === null)];
+    for (const [status, n] of Object.entries(counts)) {
+      nodes.push(chip(status, `${label(status)} ${n}${plus}`, status === current));
+    }
+    if (capped) nodes.push(h("span", { class: "dn-note", text: `counts of the newest ${model.get("count_total")} matches` }));
+    chips.replaceChildren(...nodes);
+  }
+
+  function renderRows() {
+    const rows = model.get("rows");
+    const sel = model.get("selected") || {};
+    if (!rows.length) {
+      body.replaceChildren(h("div", { class: "dn-note dn-xl-empty", text: "No runs match." }));
+      return;
+    }
+    body.replaceChildren(...rows.map((row) => {
+      const selected = sel.run_id === row.run_id;
+      const node = h("div", {
+        class: `dn-xl-row${row.status === "failed" || row.status === "timed_out" ? " dn-failed" : ""}${selected ? " dn-selected" : ""}`,
+        role: "row", tabindex: "0", "aria-selected": String(selected), "data-run-id": row.run_id,
+      },
+      h("span", { class: "dn-c" }, h("span", { class: "dn-chip", style: `background:${row.status_colour}`, text: label(row.status) })),
+      h("span", { class: "dn-c dn-xl-id", text: row.id, title: row.id }),
+      h("span", { class: "dn-c", text: row.workflow_type }),
+      h("span", { class: "dn-c dn-id", text: row.run_id, title: row.run_id }),
+      h("span", { class: "dn-c", text: row.task_queue }),
+      h("span", { class: "dn-c dn-off", text: row.started, title: row.closed ? `closed ${row.closed}` : "open" }),
+      h("span", { class: "dn-c dn-dur", text: row.took }),
+      h("span", { class: "dn-c dn-att", text: row.history_length }));
+      const open = () => {
+        model.set("selected", { id: row.id, run_id: row.run_id });
+        model.save_changes();
+        renderRows();
+      };
+      node.addEventListener("click", open);
+      node.addEventListener("keydown", (ev) => {
+        if (ev.key === "Enter" || ev.key === " ") {
+          ev.preventDefault();
+          open();
+        }
+      });
+      return node;
+    }));
+  }
+
+  function renderState() {
+    const e = model.get("error");
+    error.hidden = !e;
+    error.textContent = e;
+    live.textContent = model.get("live") ? "● live" : "";
+    prev.disabled = !model.get("has_previous");
+    next.disabled = !model.get("has_next");
+    pageLabel.textContent = `page ${model.get("page")}`;
+  }
+
+  const handlers = {
+    query: renderQuery,
+    counts: renderCounts, counts_capped: renderCounts, count_total: renderCounts, applied_query: renderCounts,
+    rows: renderRows, selected: renderRows,
+    error: renderState, live: renderState, has_previous: renderState, has_next: renderState, page: renderState,
+  };
+  for (const [name, fn] of Object.entries(handlers)) model.on(`change:${name}`, fn);
+  renderQuery();
+  renderCounts();
+  renderRows();
+  renderState();
+  return () => {
+    for (const [name, fn] of Object.entries(handlers)) model.off(`change:${name}`, fn);
+  };
+}
+
+export default { render };
