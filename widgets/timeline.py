@@ -138,4 +138,22 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
         ax.set_xlabel("seconds since the run started")
         ax.set_title(self.title, loc="left", fontsize=10)
         ax.grid(axis="x", alpha=0.3)
+        _show_figures_inline()
         return fig
+
+
+def _show_figures_inline() -> None:
+    """Let IPython show a bare Figure as a PNG (pyplot's inline backend does this only once
+    pyplot is imported; the timeline draws without pyplot, to leave its state alone)."""
+    try:
+        from IPython import get_ipython
+        from IPython.core.pylabtools import print_figure
+        from matplotlib.figure import Figure
+    except ImportError:
+        return
+    shell = get_ipython()  # type: ignore[no-untyped-call]
+    if shell is None:
+        return
+    png = shell.display_formatter.formatters["image/png"]
+    if Figure not in png.type_printers:  # pyplot's inline backend may have set one already
+        png.for_type(Figure, lambda fig: print_figure(fig, "png", bbox_inches="tight"))
