@@ -86,13 +86,13 @@ class ReplayStepper(w.VBox):  # type: ignore[misc]
             b.on_click(lambda _b: self._clicked(action))
             return b
 
-        self.restart_button = button("⏮ restart", "Back to the start of the history", self.restart)
+        self.restart_button = button("↺ restart", "Back to the start of the history", self.restart)
         self.back_button = button(
             "◀ step back", "Return to the state one event earlier", self.step_back
         )
         self.step_button = button("▶ step", "Apply the next event", self.step)
         self.task_button = button(
-            "⏭ step task", "Run to the next point where the workflow code runs", self.step_task
+            "⇥ step task", "Run to the next point where the workflow code runs", self.step_task
         )
         self.breakpoint_button = button(
             "run to breakpoint",

@@ -78,7 +78,7 @@ function render({ model, el }) {
   const header = h("div", { class: "dn-head" }, title, status, live, counts, tabs);
   const colhead = h("div", { class: "dn-row dn-colhead", role: "row" });
   const body = h("div", { class: "dn-scroll", tabindex: "0", role: "rowgroup",
-    "aria-label": "Events", style: `height:${ROW_H * VISIBLE}px` });
+    "aria-label": "Events" });
   const spacer = h("div", { class: "dn-spacer" });
   body.append(spacer);
   const detail = h("pre", { class: "dn-detail", "aria-live": "polite", hidden: true });
@@ -112,6 +112,8 @@ function render({ model, el }) {
     const rows = model.get("rows");
     const selected = model.get("selected");
     spacer.style.height = `${total * ROW_H}px`;
+    // As tall as the rows (3 to VISIBLE of them), so a short history takes little room.
+    body.style.height = `${Math.max(3, Math.min(VISIBLE, total)) * ROW_H + 2}px`;
     const nodes = rows.map((row, i) => {
       const index = start + i;
       const node = h("div", {
