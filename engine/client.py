@@ -697,8 +697,8 @@ class WorkflowHandle:
 
         With ``wait_new_event=True`` the iteration keeps going while the run is open,
         yielding each event soon after it is recorded (checking every ``poll_interval``),
-        and ends with the run's closing event. The run is the one the handle names, or the
-        latest of its workflow id when the handle was made (it does not follow
+        and ends with the run's closing event. The run is the one the handle names, or else
+        the latest run of its workflow id when the iteration starts (it does not follow
         continue-as-new).
         """
         if page_size < 1:

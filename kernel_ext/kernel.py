@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from html import escape
 from typing import Any, TypeVar, overload
 
 from engine import WorkflowHandle
@@ -26,6 +27,8 @@ _session: Session | None = None
 _shell: Any = None
 _handle_view: display.HandleView | None = None
 _view_chosen = False  # set_handle_view() was called: keep the user's choice
+#: The view last displayed for each run (closed when the run is displayed again).
+_shown: dict[tuple[str, str | None], Any] = {}
 
 
 def session() -> Session:
@@ -91,7 +94,7 @@ def _install_view(ipython: Any) -> None:
     # IPython's ipython_display formatter takes over whenever a type is registered with
     # it, so it is registered only while a view is set.
     formatter = ipython.display_formatter.ipython_display_formatter
-    if _handle_view is None:
+    if _handle_view is None or (not _view_chosen and not _has_widget_frontend()):
         formatter.pop(WorkflowHandle, None)
     else:
         formatter.for_type(WorkflowHandle, _rich)
@@ -117,11 +120,49 @@ def _html(handle: WorkflowHandle) -> str | None:
 
 
 def _rich(handle: WorkflowHandle) -> None:
-    """The extension point: when a handle view is set, display it instead."""
-    if _handle_view is not None:
-        from IPython.display import display as ipy_display
+    """The extension point: when a handle view is set, display it instead.
 
-        ipy_display(_handle_view(handle))  # type: ignore[no-untyped-call]
+    The default view (the live history widget) needs a front end that renders widgets:
+    in a terminal IPython it is skipped. A view that fails falls back to the summary,
+    with the reason. Showing the same run again closes the view shown before, so
+    re-running a cell does not leave refreshes behind.
+    """
+    from IPython.display import display as ipy_display
+
+    factory = _handle_view
+    if factory is None or (not _view_chosen and not _has_widget_frontend()):
+        _publish_summary(handle)
+        return
+    try:
+        view = factory(handle)
+    except Exception as err:  # a display must never raise: the summary, and why
+        _publish_summary(handle, note=f"(the live view is unavailable: {err})")
+        return
+    key = (handle.id, handle.run_id or handle.result_run_id)
+    previous = _shown.pop(key, None)
+    if previous is not None and previous is not view and hasattr(previous, "close"):
+        previous.close()
+    _shown[key] = view
+    ipy_display(view)  # type: ignore[no-untyped-call]
+
+
+def _has_widget_frontend() -> bool:
+    # A kernel (ipykernel) talks to a front end that can render widgets; a terminal
+    # shell has no kernel.
+    return getattr(_shell, "kernel", None) is not None
+
+
+def _publish_summary(handle: WorkflowHandle, note: str = "") -> None:
+    from IPython.display import display as ipy_display
+
+    try:
+        desc = _describe(handle)
+    except Exception as err:
+        ipy_display({"text/plain": f"{handle!r} (status unavailable: {err})"}, raw=True)  # type: ignore[no-untyped-call]
+        return
+    text = display.handle_text(desc) + (f"\n{note}" if note else "")
+    html = display.handle_html(desc) + (f"<p>{escape(note)}</p>" if note else "")
+    ipy_display({"text/plain": text, "text/html": html}, raw=True)  # type: ignore[no-untyped-call]
 
 
 def _post_run_cell(result: Any) -> None:
@@ -174,5 +215,9 @@ def unload_ipython_extension(ipython: Any) -> None:
         formatter.pop(WorkflowHandle, None)
     sess, _session, _shell = _session, None, None
     _handle_view, _view_chosen = None, False
+    for view in list(_shown.values()):
+        if hasattr(view, "close"):
+            view.close()
+    _shown.clear()
     if sess is not None:
         sess.close()

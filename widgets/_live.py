@@ -12,15 +12,27 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["THREAD_NAME", "Subscription", "call", "live_thread", "subscribe", "subscriptions"]
+__all__ = [
+    "IDLE_AFTER",
+    "THREAD_NAME",
+    "Subscription",
+    "Views",
+    "call",
+    "live_thread",
+    "subscribe",
+    "subscriptions",
+]
 
 T = TypeVar("T")
 
 #: The name of the widgets' background thread.
 THREAD_NAME = "durable-widgets"
+#: Seconds after the last front-end view of a widget went away before its refresh pauses.
+IDLE_AFTER = 10.0
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -36,6 +48,7 @@ class Subscription:
         self.name = name
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self.cancelled = False
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -47,6 +60,7 @@ class Subscription:
     def cancel(self, timeout: float = 10.0) -> None:
         """Stop the refresh; from any thread but the loop's, wait until it has stopped
         (and the loop thread has exited, when this was the last live widget)."""
+        self.cancelled = True  # a refresh not started yet never starts
         loop, task = self._loop, self._task
         if loop is None or task is None or self.done.is_set():
             return
@@ -155,8 +169,17 @@ def subscribe(refresh: Callable[[], Awaitable[None]], name: str) -> Subscription
         sub._loop = loop
 
     def start() -> None:
+        if sub.cancelled:
+            finished_early()
+            return
         sub._task = loop.create_task(body(), name=f"durable-widget {name}")
         sub._task.add_done_callback(finished)
+
+    def finished_early() -> None:
+        with _lock:
+            _subs.discard(sub)
+            _release()
+        sub.done.set()
 
     ready = threading.Event()
 
@@ -182,3 +205,41 @@ def live_thread() -> threading.Thread | None:
     """The widgets' loop thread, when one runs."""
     with _lock:
         return _thread
+
+
+class Views:
+    """How many front-end views of a widget are open, as its ES module reports them.
+
+    Each view sends ``{"type": "view", "open": true}`` when it renders and ``false`` when
+    it is removed (its output cleared, its notebook closed). A widget that has been seen
+    and has had no view for :data:`IDLE_AFTER` seconds is idle: its refresh pauses (no
+    database reads) until a view opens again. A widget never rendered (a test, a script)
+    is never idle.
+    """
+
+    def __init__(self, idle_after: float = IDLE_AFTER) -> None:
+        self.idle_after = idle_after
+        self.open = 0
+        self.seen = False
+        self._since = time.monotonic()
+        self._lock = threading.Lock()
+
+    def message(self, content: object) -> bool:
+        """Take a message from the front end; True if it was a view message."""
+        if not isinstance(content, dict) or content.get("type") != "view":
+            return False
+        with self._lock:
+            if content.get("open"):
+                self.open += 1
+                self.seen = True
+            else:
+                self.open = max(0, self.open - 1)
+            self._since = time.monotonic()
+        return True
+
+    def idle(self) -> bool:
+        """Whether nobody has looked for a while (the refresh may pause)."""
+        with self._lock:
+            return (
+                self.seen and self.open == 0 and time.monotonic() - self._since >= self.idle_after
+            )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
+from engine.exceptions import WorkflowNotFoundError
 
 from . import _live
 
@@ -52,7 +52,8 @@ class RunSource:
 
     @property
     def live(self) -> bool:
-        """Whether there is anything to follow (a handle of a run not yet closed)."""
+        """Whether there was anything to follow when the view was made (a handle of a run
+        not closed then); the views track the close themselves."""
         from .models import CLOSE_EVENTS
 
         return self.handle is not None and not (
@@ -69,12 +70,19 @@ class RunSource:
         assert self.handle is not None
         return [e async for e in self.handle.fetch_history_events(after_event_id=after)]
 
-    async def poll(self, after: int) -> tuple[list[HistoryEvent], list[dict[str, Any]] | None]:
-        """New events after ``after``, and the attempts (when asked for at construction)."""
+    async def poll(
+        self, after: int, *, attempts: bool | None = None
+    ) -> tuple[list[HistoryEvent], list[dict[str, Any]] | None]:
+        """New events after ``after``, and the attempts (when asked for at construction,
+        and ``attempts`` is not False: a view knows when no activity can change)."""
         assert self.handle is not None
         events = await self._fetch_events(after)
-        attempts = await self.handle.fetch_attempts() if self.with_attempts else None
-        return events, attempts
+        want = self.with_attempts if attempts is None else attempts and self.with_attempts
+        return events, await self.handle.fetch_attempts() if want else None
+
+
+#: Consecutive failed reads after which a live view stops and says so.
+MAX_FAILURES = 5
 
 
 def closing_subscription(
@@ -83,24 +91,57 @@ def closing_subscription(
     apply: Callable[[list[HistoryEvent], list[dict[str, Any]] | None], bool],
     interval: float,
     name: str,
+    *,
+    views: _live.Views,
+    on_error: Callable[[str, bool], None],
+    want_attempts: Callable[[], bool] | None = None,
 ) -> _live.Subscription | None:
     """Follow ``source`` on the widgets' loop: every ``interval`` seconds hand new events
-    and attempts to ``apply`` (which returns False to stop, e.g. once the run closed)."""
+    and attempts to ``apply`` (which returns False to stop, e.g. once the run closed).
+
+    While no front-end view is open (``views``), nothing is read. A failed read is
+    reported through ``on_error(message, stopped)`` and retried with a growing pause;
+    after :data:`MAX_FAILURES` in a row, or when the run is gone, the refresh stops
+    (``stopped=True``). A read that works again clears the message (``on_error("", False)``).
+    """
     if not source.live:
         return None
-    lock = threading.Lock()
 
     async def refresh() -> None:
+        failures = 0
         while True:
-            try:
-                events, attempts = await source.poll(last_event_id())
-            except Exception as err:  # a failed read is retried at the next tick
-                log.debug("refresh of %s failed: %s", name, err)
+            if views.idle():
                 await asyncio.sleep(interval)
                 continue
-            with lock:
-                if not apply(events, attempts):
+            try:
+                events, attempts = await source.poll(
+                    last_event_id(), attempts=want_attempts() if want_attempts else None
+                )
+            except Exception as err:
+                failures += 1
+                gone = isinstance(err, WorkflowNotFoundError)
+                stop = gone or failures >= MAX_FAILURES
+                log.warning("refresh of %s failed (%d in a row): %s", name, failures, err)
+                on_error(
+                    f"live refresh {'stopped' if stop else 'failed'}: {err}"
+                    + ("" if stop else f" (retrying, {failures} of {MAX_FAILURES})"),
+                    stop,
+                )
+                if stop:
                     return
+                await asyncio.sleep(interval * 2**failures)
+                continue
+            if failures:
+                failures = 0
+                on_error("", False)
+            try:
+                going = apply(events, attempts)
+            except Exception as err:  # a view bug: say so rather than freeze silently
+                log.exception("refresh of %s could not show new events", name)
+                on_error(f"live refresh stopped: {type(err).__name__}: {err}", True)
+                return
+            if not going:
+                return
             await asyncio.sleep(interval)
 
     return _live.subscribe(refresh, name)

@@ -20,7 +20,7 @@ import traitlets
 from engine import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from . import _live
-from ._source import seconds
+from ._source import MAX_FAILURES, seconds
 from .history_view import HistoryView
 from .models import STATUS_COLOURS
 
@@ -88,13 +88,16 @@ def _took(value: float) -> str:
     return f"{value / 86400:.1f} d"
 
 
-def execution_row(execution: WorkflowExecution, now: float) -> dict[str, Any]:
-    """One listed run as the JSON-able row the table shows (times in UTC; ``now`` in
-    epoch seconds on the run's clock, for the age of open runs)."""
+def execution_row(execution: WorkflowExecution) -> dict[str, Any]:
+    """One listed run as the JSON-able row the table shows (times in UTC).
+
+    An open run has no "took" yet (its status chip says it runs): a row depends only on
+    what is recorded, so a live refresh of a page where nothing happened changes nothing
+    and sends nothing to the front end.
+    """
     status = status_name(execution.status)
     start = execution.start_time.timestamp()
     closed = execution.close_time
-    took = max(0.0, (closed.timestamp() if closed else now) - start)
     return {
         "id": execution.id,
         "run_id": execution.run_id,
@@ -105,7 +108,7 @@ def execution_row(execution: WorkflowExecution, now: float) -> dict[str, Any]:
         "start": start,
         "started": execution.start_time.strftime("%Y-%m-%d %H:%M:%S"),
         "closed": closed.strftime("%Y-%m-%d %H:%M:%S") if closed else "",
-        "took": _took(took),
+        "took": _took(max(0.0, closed.timestamp() - start)) if closed else "",
         "history_length": execution.history_length,
     }
 
@@ -183,8 +186,10 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
     ``query`` is the visibility filter (``WorkflowType = 'Order' AND ExecutionStatus =
     'Running'``); a filter the engine cannot read is shown as an error and the previous
     rows stay. Counts cover at most ``count_limit`` matches ("1000+" beyond). The current
-    page is re-read every ``refresh_interval`` while the widget is open; :meth:`close`
-    stops that and closes the history view.
+    page is re-read every ``refresh_interval`` (the counts every few seconds) while the
+    widget is open, and not at all while no view of it is shown. A failed read shows in
+    :attr:`error` and is retried after a growing pause; after five in a row the refresh
+    stops and says so. :meth:`close` stops it and closes the history view.
     """
 
     def __init__(
@@ -217,7 +222,9 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
         self._view: HistoryView | None = None
         self._view_key: dict[str, str] = {}  # the run whose history is shown
         self._open_failed = False
+        self._refresh_error = ""  # what the live refresh last put in the table's error
         self._closed = False
+        self._views = _live.Views(_live.IDLE_AFTER)  # the table's open front-end views
         self.table = ExecutionTable(page_size=page_size)
         self.detail = ipywidgets.VBox()
         super().__init__(children=[self.table, self.detail], **kwargs)
@@ -254,7 +261,8 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
 
     @property
     def error(self) -> str:
-        """The last error (a filter the engine refused, a run that could not open)."""
+        """The last error (a filter the engine refused, a run that could not open, a
+        failed live refresh)."""
         return str(self.table.error)
 
     @property
@@ -293,8 +301,7 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
             )
             await counted.fetch_next_page()
             counts = count_statuses(counted.current_page or [], self._count_limit)
-        now = client.clock.now()
-        return _Page([execution_row(e, now) for e in page], listing.next_page_token, counts)
+        return _Page([execution_row(e) for e in page], listing.next_page_token, counts)
 
     def _show(self, page: _Page) -> None:
         """Put a page on the table; call with ``_lock`` held."""
@@ -354,23 +361,57 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
 
     async def _refresh(self) -> None:
         # Counting takes a query of up to count_limit rows (unless the first page holds
-        # every match): the live refresh does it every few seconds, not at every tick.
-        every = max(1, round(COUNT_INTERVAL / self._interval))
-        tick = 0
+        # every match): the live refresh does it every COUNT_INTERVAL, not at every tick.
+        # While no view of the table is open nothing is read (and nothing counted).
+        loop = asyncio.get_running_loop()
+        counted_at = loop.time()
+        failures = 0
+        await asyncio.sleep(self._interval)  # the constructor has just read the page
         while True:
-            await asyncio.sleep(self._interval)
-            tick += 1
-            with self._lock:
-                generation, query, token = self._generation, self._applied, self._tokens[-1]
-                counts = None if tick % every == 0 else self._counts
-            try:
-                page = await self._fetch(query, token, counts)
-            except Exception as err:  # read again at the next tick
-                log.debug("refresh of the execution list failed: %s", err)
+            if self._views.idle():
+                await asyncio.sleep(self._interval)
                 continue
             with self._lock:
-                if generation == self._generation and not self._closed:
-                    self._show(page)
+                generation, query, token = self._generation, self._applied, self._tokens[-1]
+                count = loop.time() - counted_at >= COUNT_INTERVAL
+                counts = None if count else self._counts
+            try:
+                page = await self._fetch(query, token, counts)
+            except Exception as err:
+                failures += 1
+                stop = failures >= MAX_FAILURES
+                log.warning("refresh of the execution list failed (%d in a row): %s", failures, err)
+                message = f"live refresh {'stopped' if stop else 'failed'}: " + (
+                    str(err) or type(err).__name__
+                )
+                if not stop:
+                    message += f" (retrying, {failures} of {MAX_FAILURES})"
+                self._refresh_failed(message, stop)
+                if stop:
+                    return
+                await asyncio.sleep(self._interval * 2**failures)
+                continue
+            if count:
+                counted_at = loop.time()
+            with self._lock:
+                if not self._closed:
+                    if self._refresh_error and self.table.error == self._refresh_error:
+                        self.table.error = ""  # reads work again
+                    if generation == self._generation:
+                        self._show(page)
+                self._refresh_error = ""
+            failures = 0
+            await asyncio.sleep(self._interval)
+
+    def _refresh_failed(self, message: str, stopped: bool) -> None:
+        """Show a failed read of the live refresh (and that it stopped)."""
+        with self._lock:
+            if self._closed:
+                return
+            with self.table.hold_sync():
+                self.table.error = self._refresh_error = message
+                if stopped:
+                    self.table.live = False
 
     # -- the front end's requests -------------------------------------------------------
 
@@ -379,6 +420,8 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
             self._load(str(change["new"]).strip(), [None])
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Sequence[Any]) -> None:
+        if self._views.message(content):
+            return
         if not isinstance(content, dict):
             return
         kind = content.get("type")

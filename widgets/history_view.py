@@ -32,7 +32,9 @@ class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
     are highlighted, and selecting a row shows its attributes with payloads decoded.
 
     Only the rows in view are sent to the browser (``window_size`` at a time), so a
-    50,000-event history opens as fast as a short one. :meth:`close` stops the refresh.
+    50,000-event history opens as fast as a short one. The refresh pauses while no view of
+    the widget is on screen, stops by itself once the run has closed, shows what went wrong
+    if the database cannot be read, and stops for good with :meth:`close`.
     """
 
     _esm = STATIC / "history_view.js"
@@ -46,7 +48,12 @@ class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
     failure_count = traitlets.Int(0).tag(sync=True)
     window_start = traitlets.Int(0).tag(sync=True)
     window_size = traitlets.Int(100).tag(sync=True)
+    #: The rows of the window, and the index of the first (they travel together, so the
+    #: front end places rows computed for an older window where they belong).
     rows = traitlets.List([]).tag(sync=True)
+    rows_start = traitlets.Int(0).tag(sync=True)
+    #: The attributes (payloads decoded) of the selected row, sent only for that row.
+    detail = traitlets.Unicode("").tag(sync=True)
     live = traitlets.Bool(False).tag(sync=True)
 
     # Set before anything can fail, so close() (also run by __del__) always works.
@@ -65,8 +72,8 @@ class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-        if not 1 <= window_size <= 2000:
-            raise ValueError(f"window_size must be between 1 and 2000, not {window_size}")
+        if not 30 <= window_size <= 2000:
+            raise ValueError(f"window_size must be between 30 and 2000, not {window_size}")
         interval = seconds(refresh_interval)
         self._lock = threading.RLock()
         self._source = RunSource(source, attempts=False)
@@ -79,13 +86,36 @@ class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
             self._update_rows()
             self.live = self._source.live
         self.observe(self._on_view_change, names=["mode", "window_start", "window_size"])
+        self.observe(self._on_select, names=["selected"])
+        self._views = _live.Views()
+        self.on_msg(self._on_message)
         self._subscription = closing_subscription(
             self._source,
             lambda: self._model.last_event_id,
             self._apply,
             interval,
             f"history {self._source.workflow_id}",
+            views=self._views,
+            on_error=self._on_refresh_error,
         )
+
+    def __repr__(self) -> str:
+        return f"<HistoryView {self.title} · {self.status} · {self.event_count} events>"
+
+    def set_state(self, sync_data: dict[str, Any]) -> None:
+        # Changes from the browser arrive on the kernel's thread; the refresh writes on
+        # the widgets' thread: one at a time.
+        with self._lock:
+            super().set_state(sync_data)
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        self._views.message(content)
+
+    def _on_refresh_error(self, message: str, stopped: bool) -> None:
+        with self._lock:
+            self.error = message
+            if stopped:
+                self.live = False
 
     # -- model --------------------------------------------------------------------------
 
@@ -110,7 +140,8 @@ class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
         status = "running" if source.live else "closed"
         for row in model.compact()[:1]:
             workflow_type, status = row.label, row.status
-        self.title = f"{source.workflow_id} · {workflow_type} · run {source.run_id}".strip()
+        parts = [source.workflow_id, workflow_type, f"run {source.run_id}" if source.run_id else ""]
+        self.title = " · ".join(p for p in parts if p)
         self.status = status
         self.event_count = len(model.events)
         self.failure_count = self._failures
@@ -119,6 +150,11 @@ class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
     def _update_rows(self) -> None:
         start = max(0, min(self.window_start, max(0, self.total - 1)))
         self.rows = self._model.rows(self.mode, start, start + self.window_size)
+        self.rows_start = start
+
+    def _on_select(self, _change: dict[str, Any]) -> None:
+        with self._lock:
+            self.detail = self._model.detail(self.mode, self.selected)
 
     def _on_view_change(self, change: dict[str, Any]) -> None:
         if change["name"] == "mode" and change["new"] not in MODES:
@@ -129,6 +165,7 @@ class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
             if change["name"] == "mode":
                 self.window_start = 0
                 self.selected = -1
+                self.detail = ""
             self._update_rows()
 
     def _apply(self, events: list[HistoryEvent], _attempts: Any) -> bool:
@@ -144,6 +181,8 @@ class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
                     # events); rows past the window are fetched when scrolled to.
                     if before <= window_end or self.mode == "compact":
                         self._update_rows()
+                    if self.mode == "compact" and self.selected >= 0:
+                        self.detail = self._model.detail(self.mode, self.selected)
             if self._model.closed:
                 self.live = False
                 return False
@@ -157,6 +196,7 @@ class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
         with self._lock, self.hold_sync():
             self.window_start = max(0, index - self.window_size // 4)
             self.selected = index
+            self.detail = self._model.detail(self.mode, index)
             self._update_rows()
 
     def close(self) -> None:

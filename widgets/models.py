@@ -47,20 +47,21 @@ CATEGORY_COLOURS: dict[str, str] = {
 }
 
 #: Colour of each status a compact row or a timeline bar can have.
+#: (White text on each keeps a contrast of at least 4.5:1.)
 STATUS_COLOURS: dict[str, str] = {
     "completed": "#2b8a3e",
-    "fired": "#e67700",
-    "running": "#1971c2",
-    "scheduled": "#74c0fc",
-    "waiting": "#ced4da",
-    "failed": "#e03131",
-    "timed_out": "#c2255c",
-    "canceled": "#868e96",
+    "fired": "#a85400",
+    "running": "#1864ab",
+    "scheduled": "#1c6ea4",
+    "waiting": "#6c757d",
+    "failed": "#c92a2a",
+    "timed_out": "#a61e4d",
+    "canceled": "#6c757d",
     "terminated": "#495057",
-    "continued_as_new": "#7048e8",
+    "continued_as_new": "#6741d9",
     "recorded": "#495057",
-    "accepted": "#0c8599",
-    "received": "#9c36b5",
+    "accepted": "#0b7285",
+    "received": "#862e9c",
 }
 
 #: Event types that close a run.
@@ -175,7 +176,6 @@ class EventRow:
     colour: str
     failed: bool
     summary: str
-    detail: str
 
     def to_json(self) -> dict[str, Any]:
         """The row as the widget front end reads it."""
@@ -195,7 +195,6 @@ def event_row(event: HistoryEvent, t0: float) -> EventRow:
         colour=CATEGORY_COLOURS.get(category, CATEGORY_COLOURS["other"]),
         failed=failed,
         summary=event_summary(event),
-        detail=event_detail(event),
     )
 
 
@@ -215,8 +214,8 @@ class CompactRow:
     summary: str = ""
     failed: bool = False
 
-    def to_json(self, events: Mapping[int, HistoryEvent]) -> dict[str, Any]:
-        """The row as the widget front end reads it (with its events' details)."""
+    def to_json(self) -> dict[str, Any]:
+        """The row as the widget front end reads it (details come with :meth:`detail`)."""
         category = "workflow_task" if self.kind == "workflow_task" else self.kind
         return {
             "key": self.key,
@@ -231,12 +230,15 @@ class CompactRow:
             "event_ids": list(self.event_ids),
             "summary": self.summary,
             "failed": self.failed,
-            "detail": "\n".join(
-                f"#{i} {events[i].event_type}\n{event_detail(events[i])}"
-                for i in self.event_ids
-                if i in events
-            ),
         }
+
+    def detail(self, events: Mapping[int, HistoryEvent]) -> str:
+        """Every event of the row with its attributes (payloads decoded)."""
+        return "\n".join(
+            f"#{i} {events[i].event_type}\n{event_detail(events[i])}"
+            for i in self.event_ids
+            if i in events
+        )
 
 
 # Which attribute of a later event names the event that opened its row.
@@ -272,6 +274,11 @@ _STATUS_OF = {
     "WorkflowExecutionTerminated": "terminated",
     "WorkflowExecutionContinuedAsNew": "continued_as_new",
 }
+
+
+def _update_failed(attributes: Mapping[str, Any]) -> bool:
+    outcome = attributes.get("outcome")
+    return isinstance(outcome, Mapping) and outcome.get("failure") is not None
 
 
 def _opener_id(event: HistoryEvent) -> int | None:
@@ -396,13 +403,15 @@ class HistoryModel:
             return  # workflow-task events and anything unknown: full view only
         target.event_ids.append(event.event_id)
         status = _STATUS_OF.get(kind)
+        if kind == "WorkflowExecutionUpdateCompleted" and _update_failed(a):
+            status = "failed"
         if status is not None:
             target.status = status
         if kind == "ActivityTaskStarted":
             target.attempts = _int(a.get("attempt")) or 1
         if kind.endswith(("Completed", "Failed", "TimedOut", "Canceled", "Fired", "Terminated")):
             target.end = self._offset(event)
-            target.failed = is_failure(kind)
+            target.failed = is_failure(kind) or status == "failed"
             target.summary = event_summary(event) or target.summary
 
     # -- reading ------------------------------------------------------------------------
@@ -417,7 +426,23 @@ class HistoryModel:
         if mode == "full":
             t0 = self.t0
             return [event_row(e, t0).to_json() for e in self.events[start:stop]]
-        return [r.to_json(self._by_id) for r in self._compact[start:stop]]
+        return [r.to_json() for r in self._compact[start:stop]]
+
+    def detail(self, mode: str, index: int) -> str:
+        """The attributes (payloads decoded) behind row ``index`` of ``mode``; "" if none."""
+        if index < 0:
+            return ""
+        if mode == "full":
+            return event_detail(self.events[index]) if index < len(self.events) else ""
+        if index >= len(self._compact):
+            return ""
+        return self._compact[index].detail(self._by_id)
+
+    def activities_open(self) -> bool:
+        """Whether an activity is scheduled or running (its attempts may still change)."""
+        return any(
+            r.kind == "activity" and r.status in ("scheduled", "running") for r in self._compact
+        )
 
     def compact(self) -> list[CompactRow]:
         """Every compact row (live objects: read, do not change)."""
@@ -429,7 +454,7 @@ class HistoryModel:
             if self.events and self.events[0].event_id <= event_id <= self.last_event_id:
                 # Ids are contiguous in a stored history; fall back to a search if not.
                 guess = event_id - self.events[0].event_id
-                if self.events[guess].event_id == event_id:
+                if guess < len(self.events) and self.events[guess].event_id == event_id:
                     return guess
             return next((i for i, e in enumerate(self.events) if e.event_id == event_id), -1)
         return next((i for i, r in enumerate(self._compact) if event_id in r.event_ids), -1)
@@ -541,7 +566,7 @@ def _attempt_bars(
 
 
 def timeline(
-    events: Sequence[HistoryEvent],
+    events: Sequence[HistoryEvent] | HistoryModel,
     attempts: Sequence[Mapping[str, Any]] = (),
     *,
     now: float | None = None,
@@ -551,13 +576,14 @@ def timeline(
     waits between), each timer (span to its firing, or to its due time while pending),
     each child, and one lane of signal / update / marker ticks.
 
+    ``events`` may be a :class:`HistoryModel` already grouped (a live view keeps one).
     ``attempts`` are ``WorkflowHandle.fetch_attempts()`` items; without them (an imported
     history) an activity shows its last attempt only. ``now`` (epoch seconds) places the
     "now" line while the run is open.
     """
-    if not events:
+    model = events if isinstance(events, HistoryModel) else HistoryModel(events)
+    if not model.events:
         return TimelineData(t0=now or 0.0, end=0.0, now=0.0 if now is not None else None, lanes=[])
-    model = HistoryModel(events)
     t0 = model.t0
     by_activity: dict[int, list[Mapping[str, Any]]] = {}
     for att in attempts:

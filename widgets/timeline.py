@@ -35,6 +35,7 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
     _css = STATIC / "widgets.css"
 
     title = traitlets.Unicode("").tag(sync=True)
+    error = traitlets.Unicode("").tag(sync=True)
     data = traitlets.Dict({}).tag(sync=True)
     #: The "now" line (seconds since the start) while the run is open; None once closed.
     now = traitlets.Float(None, allow_none=True).tag(sync=True)
@@ -63,19 +64,44 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
         with self.hold_sync():
             self._redraw()
             self.live = self._source.live
+        self._views = _live.Views()
+        self.on_msg(self._on_message)
         self._subscription = closing_subscription(
             self._source,
             lambda: self._model.last_event_id,
             self._apply,
             interval,
             f"timeline {self._source.workflow_id}",
+            views=self._views,
+            on_error=self._on_refresh_error,
+            # Attempts change only while an activity is scheduled or running.
+            want_attempts=self._model.activities_open,
         )
+
+    def __repr__(self) -> str:
+        lanes = len(self.data.get("lanes", []))
+        return f"<Timeline {self.title} · {lanes} lanes{' · live' if self.live else ''}>"
+
+    def set_state(self, sync_data: dict[str, Any]) -> None:
+        with self._lock:
+            super().set_state(sync_data)
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        self._views.message(content)
+
+    def _on_refresh_error(self, message: str, stopped: bool) -> None:
+        with self._lock:
+            self.error = message
+            if stopped:
+                self.live = False
+                self.now = None
 
     @property
     def timeline(self) -> TimelineData:
         """The view model: lanes of bars and ticks (offsets in seconds since the start)."""
-        now = self._source.now() if self._source.live else None
-        return timeline(self._model.events, self._attempts, now=now, max_lanes=self._max_lanes)
+        following = self._source.handle is not None and not self._model.closed
+        now = self._source.now() if following else None
+        return timeline(self._model, self._attempts, now=now, max_lanes=self._max_lanes)
 
     @property
     def refreshing(self) -> bool:
@@ -96,7 +122,7 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
                 self._attempts = attempts
             if changed:
                 self._redraw()
-            elif self._source.live:  # only the "now" line moves
+            elif not self._model.closed:  # only the "now" line moves
                 self.now = max(0.0, self._source.now() - self._model.t0)
             if self._model.closed:
                 self.live = False

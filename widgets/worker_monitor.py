@@ -17,7 +17,7 @@ import traitlets
 from engine import Worker
 
 from . import _live
-from ._source import seconds
+from ._source import MAX_FAILURES, seconds
 
 __all__ = ["MonitorRow", "WorkerMonitor", "monitor_rows"]
 
@@ -191,7 +191,9 @@ class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
     reason and activity schedule-to-start latency.
 
     Reads ``worker.metrics`` every ``refresh_interval`` on the widgets' background
-    thread (no database access); :meth:`close` stops it.
+    thread (no database access), and not at all while no view of it is shown. A failed
+    read shows in :attr:`error` and is retried after a growing pause; after five in a
+    row the refresh stops and says so. :meth:`close` stops it.
     """
 
     _esm = STATIC / "worker_monitor.js"
@@ -215,6 +217,7 @@ class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
         self._worker = worker
         self._previous: dict[str, Any] | None = None
         self._previous_at = 0.0
+        self._views = _live.Views(_live.IDLE_AFTER)  # the open front-end views
         super().__init__(
             title=f"Worker · task queue {worker.task_queue}",
             workflow_types=worker.workflow_types,
@@ -223,6 +226,7 @@ class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
             **kwargs,
         )
         self.update()
+        self.on_msg(self._on_message)
         self._subscription = _live.subscribe(self._refresh, f"worker {worker.task_queue}")
         self.live = True
 
@@ -244,13 +248,16 @@ class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
         }
 
     def update(self) -> None:
-        """Read the worker's metrics now."""
+        """Read the worker's metrics now (raises what reading them raised)."""
         worker = self._worker
-        try:
-            snapshot = worker.metrics.snapshot()
-        except RuntimeError as err:  # a counter changed size while copied: next tick
-            log.debug("worker metrics snapshot failed: %s", err)
-            return
+        for attempt in range(3):
+            try:
+                snapshot = worker.metrics.snapshot()
+                break
+            except RuntimeError as err:  # a counter changed size while copied: again
+                if attempt == 2:
+                    raise
+                log.debug("worker metrics snapshot failed, reading again: %s", err)
         now = time.monotonic()
         previous, elapsed = self._previous, now - self._previous_at
         rows = monitor_rows(snapshot, previous, elapsed, slots_total=self._slots_total())
@@ -261,16 +268,40 @@ class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
             self.workflow_types = worker.workflow_types
             self.activity_types = worker.activity_types
 
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        self._views.message(content)
+
     async def _refresh(self) -> None:
+        failures = 0
+        await asyncio.sleep(self._interval)  # the constructor has just read them
         while True:
-            await asyncio.sleep(self._interval)
+            if self._views.idle():
+                await asyncio.sleep(self._interval)
+                continue
             try:
                 self.update()
-            except Exception as err:  # shown, and tried again at the next tick
-                self.error = f"could not read the worker's metrics: {err}"
-            else:
-                if self.error:
-                    self.error = ""
+            except Exception as err:
+                failures += 1
+                stop = failures >= MAX_FAILURES
+                log.warning("worker metrics read failed (%d in a row): %s", failures, err)
+                message = (
+                    f"live refresh {'stopped' if stop else 'failed'}: could not read the "
+                    f"worker's metrics: {str(err) or type(err).__name__}"
+                )
+                if not stop:
+                    message += f" (retrying, {failures} of {MAX_FAILURES})"
+                with self.hold_sync():
+                    self.error = message
+                    if stop:
+                        self.live = False
+                if stop:
+                    return
+                await asyncio.sleep(self._interval * 2**failures)
+                continue
+            if failures:
+                failures = 0
+                self.error = ""  # reads work again
+            await asyncio.sleep(self._interval)
 
     def close(self) -> None:
         """Stop the refresh and close the widget."""

@@ -170,11 +170,21 @@ def _cells(root: Path) -> list[str]:
         ReplayStepper(await handle.fetch_history(), workflows=[Hello])""",
         # 11: blocks the kernel until the test has let attempt 3 through.
         'print("flaky:", await live.result())',
+        # 12: a long history: only the rows in view reach the page.
+        """\
+        from engine import HistoryEvent, WorkflowHistory
+
+        big = [HistoryEvent(1, 0.0, "WorkflowExecutionStarted", {"workflowType": {"name": "Big"}})]
+        big += [
+            HistoryEvent(i, float(i), "MarkerRecorded", {"markerName": f"m{i}"})
+            for i in range(2, 20_001)
+        ]
+        HistoryView(WorkflowHistory("big", big), mode="full")""",
     ]
 
 
 CELL_STORE, CELL_RESULT, CELL_HISTORY, CELL_TIMELINE, CELL_HANDLE, CELL_LIVE = 0, 3, 4, 5, 6, 7
-CELL_LIST, CELL_MONITOR, CELL_STEPPER, CELL_FLAKY_RESULT = 8, 9, 10, 11
+CELL_LIST, CELL_MONITOR, CELL_STEPPER, CELL_FLAKY_RESULT, CELL_BIG = 8, 9, 10, 11, 12
 
 
 def _write_notebook(path: Path) -> None:
@@ -465,6 +475,23 @@ def test_notebook_widgets_and_web_ui_in_jupyterlab(lab: Lab) -> None:
             stepper.get_by_role("button", name="run to end").click()
             expect(stepper.locator(".dn-st-state")).to_have_text("completed")
             stepper.screenshot(path=str(ARTIFACTS / "jupyterlab-replay-stepper.png"))
+
+            # A 20,000-event history: scrolling brings the rows in view, and no more.
+            big = rendered(CELL_BIG, ".dn-widget.dn-history")
+            rows = big.locator(".dn-scroll .dn-row")
+            event_id = big.locator(".dn-scroll .dn-id")
+            expect(event_id.filter(has_text=re.compile(r"^1$"))).to_be_visible()
+            assert rows.count() <= 100, f"{rows.count()} rows in the page"
+            scroller = big.locator(".dn-scroll")
+            scroller.evaluate("el => { el.scrollTop = el.scrollHeight; }")
+            expect(event_id.filter(has_text=re.compile(r"^20000$"))).to_be_visible()
+            assert rows.count() <= 100, f"{rows.count()} rows in the page after scrolling"
+            scroller.evaluate("el => { el.scrollTop = 10000 * 26; }")  # rows are 26 px
+            middle = event_id.filter(has_text=re.compile(r"^10001$"))
+            expect(middle).to_be_visible()
+            middle.click()  # the kernel sends the selected row's attributes
+            expect(big.locator(".dn-detail")).to_contain_text("m10001")
+            big.screenshot(path=str(ARTIFACTS / "jupyterlab-history-view-20k.png"))
 
             # No widget failed to render (its text repr or an error instead of the view).
             expect(notebook.get_by_text("Error displaying widget")).to_have_count(0)

@@ -333,23 +333,39 @@ def test_a_workflow_handle_displays_its_status(
         "await handle.result()",
     )
     handle = shell.user_ns["handle"]
-    # With the widgets installed (as here), a handle shows as the live history widget.
-    from widgets import HistoryView
-
-    shown: list[Any] = []
-    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append(obj))
-    data, _ = shell.display_formatter.format(handle)
-    (view,) = shown
-    assert isinstance(view, HistoryView) and view.status == "completed"
-    assert "g-6" in view.title and [r["kind"] for r in view.rows][:2] == ["workflow", "activity"]
-    view.close()
-    # Without a view (or without the widgets installed): a summary as text and HTML.
-    kernel_ext.set_handle_view(None)
+    # A terminal shell (no kernel, so no widgets front end): the summary as text and HTML.
     data, _ = shell.display_formatter.format(handle)
     assert data["text/plain"].startswith("<WorkflowHandle g-6 · Greeting · COMPLETED · 11 events")
     html = data["text/html"]
     for text in ("g-6", "Greeting", "COMPLETED", "11", handle.result_run_id):
         assert f"<code>{text}</code>" in html
+
+    # In a kernel, with the widgets installed (as here): the live history widget; showing
+    # the same run again closes the view shown before (no refresh left behind).
+    from widgets import HistoryView
+
+    monkeypatch.setattr(shell, "kernel", object(), raising=False)
+    kernel_ext.kernel._install_view(shell)
+    shown: list[Any] = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append(obj))
+    assert shell.display_formatter.format(handle) == ({}, {})
+    shell.display_formatter.format(handle)
+    first, second = shown
+    assert isinstance(second, HistoryView) and second.status == "completed"
+    assert "g-6" in second.title and [r["kind"] for r in second.rows][:2] == [
+        "workflow",
+        "activity",
+    ]
+    assert first.comm is None and second.comm is not None  # the first one was closed
+    second.close()
+
+    # A view that fails: the summary, saying why.
+    kernel_ext.set_handle_view(lambda h: 1 / 0)
+    shown.clear()
+    shell.display_formatter.format(handle)
+    (bundle,) = shown
+    assert bundle["text/plain"].startswith("<WorkflowHandle g-6")
+    assert "the live view is unavailable: division by zero" in bundle["text/plain"]
 
     seen: list[Any] = []
     kernel_ext.set_handle_view(lambda h: seen.append(h) or "a richer view")

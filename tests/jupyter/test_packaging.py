@@ -3,6 +3,7 @@ extension by itself and carries the static files of the web UI and the widgets."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import zipfile
@@ -32,6 +33,8 @@ def test_pip_install_enables_the_server_extension(tmp_path: Path) -> None:
         "kernel_ext/server/static/index.html",
         "widgets/static/history_view.js",
         "widgets/static/timeline.js",
+        "widgets/static/execution_list.js",
+        "widgets/static/worker_monitor.js",
         "widgets/static/widgets.css",
     ):
         assert name in names, f"{name} is missing from {wheel.name}"
@@ -60,6 +63,7 @@ def test_pip_install_enables_the_server_extension(tmp_path: Path) -> None:
     sections = {part.split("\n", 1)[0].strip(): part for part in listing.split("Config dir:")[1:]}
     own = sections.get(str(venv / "etc" / "jupyter"))
     assert own is not None, f"no section for the venv's config dir:\n{listing}"
+    own = re.sub(r"\x1b\[[0-9;]*m", "", own)  # colour codes
     line = next((ln for ln in own.splitlines() if ln.strip().startswith("kernel_ext")), "")
-    assert "enabled" in line, own
+    assert re.fullmatch(r"\s*kernel_ext\s+enabled\s*", line), own
     assert "OK" in own.split("Validating kernel_ext", 1)[1], own

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import re
+import time
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -45,10 +49,11 @@ def test_with_status_replaces_the_status_term() -> None:
 
 
 def test_rows_and_counts_from_executions() -> None:
-    running = execution_row(_execution(WorkflowExecutionStatus.RUNNING), now=1714564810.0)
+    running = execution_row(_execution(WorkflowExecutionStatus.RUNNING))
     assert running["status"] == "running" and running["closed"] == ""
-    assert running["started"] == "2024-05-01 12:00:00" and running["took"] == "10.0 s"
-    done = execution_row(_execution(WorkflowExecutionStatus.CONTINUED_AS_NEW, 3), now=0.0)
+    # An open run has no "took": its row stays the same until something is recorded.
+    assert running["started"] == "2024-05-01 12:00:00" and running["took"] == ""
+    done = execution_row(_execution(WorkflowExecutionStatus.CONTINUED_AS_NEW, 3))
     assert done["status"] == "continued_as_new" and done["took"] == "2.0 min"
     assert done["closed"] == "2024-05-01 12:02:03" and done["history_length"] == 11
 
@@ -278,3 +283,153 @@ async def test_live_refresh_picks_up_new_runs_until_closed(
         view.close()
     _assert_stopped(view)
     assert view.table.live is False and view.comm is None and view.table.comm is None
+
+
+# -- failures, idleness and quiet ticks of the live refresh -----------------------------
+
+
+class _Reads:
+    """Wraps ``client.list_workflows``: the monotonic time of each call (``kinds``: a page
+    or a count), and raises while ``broken``."""
+
+    def __init__(self, client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.times: list[float] = []
+        self.kinds: list[str] = []
+        self.broken = False
+        real = client.list_workflows
+
+        def list_workflows(*args: Any, **kwargs: Any) -> Any:
+            self.times.append(time.monotonic())
+            self.kinds.append("count" if kwargs.get("limit") else "page")
+            if self.broken:
+                raise ConnectionError("the database went away")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(client, "list_workflows", list_workflows)
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+
+async def test_failing_reads_show_back_off_and_stop_the_refresh(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    interval = 0.05
+    await _start_waiting(client, task_queue, 2, "fail-" + uuid.uuid4().hex[:6])
+    reads = _Reads(client, monkeypatch)
+    view = ExecutionList(client, f"TaskQueue = '{task_queue}'", refresh_interval=interval)
+    try:
+        rows = view.rows
+        assert len(rows) == 2 and view.error == "" and view.table.live
+
+        # A read fails: it shows, and the refresh tries again; once a read works the
+        # message goes away.
+        reads.broken = True
+        await eventually(lambda: "retrying" in view.error, "the failure shown")
+        assert re.fullmatch(
+            r"live refresh failed: the database went away \(retrying, [1-4] of 5\)", view.error
+        )
+        assert view.rows == rows and view.refreshing and view.table.live
+        reads.broken = False
+        await eventually(lambda: view.error == "", "the error cleared by a read that works")
+        assert view.refreshing and view.table.live and view.rows == rows
+
+        # The store goes away for good: five failures in a row, each after a longer
+        # pause, stop the refresh; the widget says so and the thread ends.
+        first = len(reads)
+        reads.broken = True  # fails at once; then the closed store fails the reads
+        await eventually(lambda: "retrying" in view.error, "the first failure")
+        await client.close()
+        reads.broken = False
+        await eventually(lambda: not view.refreshing, "the refresh stopped")
+        assert view.error == "live refresh stopped: the store is closed"
+        assert not view.table.live and view.rows == rows
+        await eventually(
+            lambda: _live.live_thread() is None and widget_threads() == [],
+            "the widgets thread gone",
+        )
+        failed = reads.times[first:]
+        assert len(failed) == 5, failed
+        gaps = [b - a for a, b in itertools.pairwise(failed)]
+        for n, gap in enumerate(gaps, start=1):  # interval * 2**failures, not interval
+            assert gap >= 0.9 * interval * 2**n, gaps
+        assert len(reads) == first + 5  # and nothing after the stop
+    finally:
+        view.close()
+    _assert_stopped(view)
+
+
+async def test_nothing_is_read_while_no_view_is_open(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_live, "IDLE_AFTER", 0.0)
+    # One run a page, so the counts take a query of their own.
+    monkeypatch.setattr(execution_list, "COUNT_INTERVAL", 0.05)
+    await _start_waiting(client, task_queue, 2, "idle-" + uuid.uuid4().hex[:6])
+    reads = _Reads(client, monkeypatch)
+    view = ExecutionList(client, f"TaskQueue = '{task_queue}'", page_size=1, refresh_interval=0.01)
+    opened, closed = {"type": "view", "open": True}, {"type": "view", "open": False}
+    try:
+        # Never rendered (a script, a test): never idle.
+        n = len(reads)
+        await eventually(lambda: reads.kinds[n:].count("count") >= 2, "reads before any view")
+
+        # Two views (two outputs of the same widget); one goes: still read.
+        view.table._handle_custom_msg(opened, [])
+        view.table._handle_custom_msg(opened, [])
+        view.table._handle_custom_msg(closed, [])
+        n = len(reads)
+        await eventually(lambda: reads.kinds[n:].count("count") >= 2, "reads with a view open")
+
+        # The last view goes: the refresh keeps ticking but reads nothing, not even counts.
+        idle_at: list[int] = []  # the number of reads at each idle tick
+        idle = view._views.idle
+
+        def watched() -> bool:
+            out = idle()
+            if out:
+                idle_at.append(len(reads))
+            return out
+
+        monkeypatch.setattr(view._views, "idle", watched)
+        view.table._handle_custom_msg(closed, [])
+        await eventually(lambda: len(idle_at) >= 20, "twenty idle ticks")
+        assert len(set(idle_at)) == 1 and len(reads) == idle_at[0]
+        assert view.refreshing and view.table.live
+
+        # A view opens again: reads (and counts) resume.
+        view.table._handle_custom_msg(opened, [])
+        n = len(reads)
+        await eventually(lambda: reads.kinds[n:].count("count") >= 2, "reads resumed")
+        assert reads.kinds[n:].count("page") >= 2
+    finally:
+        view.close()
+    _assert_stopped(view)
+
+
+async def test_open_runs_rows_do_not_change_when_nothing_happens(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _start_waiting(client, task_queue, 3, "quiet-" + uuid.uuid4().hex[:6])
+    reads = _Reads(client, monkeypatch)
+    view = ExecutionList(client, f"TaskQueue = '{task_queue}'", refresh_interval=0.01)
+    try:
+        assert [r["status"] for r in view.rows] == ["running"] * 3
+        assert all(r["took"] == "" for r in view.rows)
+        rows = view.rows
+        changes: list[str] = []
+        view.table.observe(lambda change: changes.append(change["name"]))
+        sent: list[Any] = []  # the messages to the front end
+        send = view.table._send
+
+        def recording(msg: Any, buffers: Any = None) -> None:
+            sent.append(msg)
+            send(msg, buffers)
+
+        monkeypatch.setattr(view.table, "_send", recording)
+        n = len(reads)
+        await eventually(lambda: len(reads) >= n + 5, "five more ticks")
+        assert changes == [] and sent == [] and view.rows == rows
+    finally:
+        view.close()
+    _assert_stopped(view)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 
@@ -51,10 +52,14 @@ async def test_failures_are_counted_and_marked(client: Client, task_queue: str) 
         await handle.result()
     view = HistoryView(handle)
     assert not view.live and not view.refreshing and widget_threads() == []
-    (activity,) = [r for r in view.rows if r["kind"] == "activity"]
+    index, activity = next((i, r) for i, r in enumerate(view.rows) if r["kind"] == "activity")
     # The history keeps the last attempt (3, which succeeded) with the last failure.
     assert activity["attempts"] == 3 and activity["status"] == "completed"
-    assert "flaky failure on attempt 2" in activity["detail"]
+    assert "detail" not in activity and view.detail == ""  # sent for the selected row only
+    view.selected = index  # as the front end does on a click
+    assert "flaky failure on attempt 2" in view.detail and "ActivityTaskScheduled" in view.detail
+    view.mode = "full"
+    assert view.selected == -1 and view.detail == ""
     view.close()
 
 
@@ -75,6 +80,9 @@ def test_a_large_history_sends_one_window_at_a_time() -> None:
     assert view.total == 51_001 and len(view.rows) == 100
     view.window_start = 45_000  # the front end scrolled
     assert [r["event_id"] for r in view.rows][:2] == [45_001, 45_002] and len(view.rows) == 100
+    assert view.rows_start == 45_000  # where these rows go, sent with them
+    view.selected = 50_000  # selected with the keyboard, outside the window
+    assert '"attempt": 1' in view.detail or "scheduledEventId" in view.detail
     view.window_start = 51_000
     assert [r["event_id"] for r in view.rows] == [51_001]
     view.mode = "compact"
@@ -93,4 +101,62 @@ def test_bad_arguments_say_what_to_pass() -> None:
     view = HistoryView(history)
     view.mode = "sideways"  # an unknown mode from the front end is refused
     assert view.mode == "compact"
+    view.close()
+
+
+async def test_a_failing_refresh_says_so_and_stops(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[SignalWF]):
+        handle = await client.start_workflow(
+            SignalWF.run, 1, id="hve-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        view = HistoryView(handle, refresh_interval=0.01)
+        reads = 0
+
+        async def broken(*args: object, **kwargs: object) -> None:
+            nonlocal reads
+            reads += 1
+            raise ConnectionError("database unreachable")
+
+        monkeypatch.setattr(view._source, "poll", broken)
+        await eventually(lambda: "retrying" in view.error, "the first failure shown")
+        assert view.live and "database unreachable" in view.error
+        await eventually(lambda: not view.refreshing, "the refresh to give up", timeout=30)
+        assert reads == 5 and not view.live and view.error.startswith("live refresh stopped")
+        await handle.terminate()
+    view.close()
+
+
+async def test_the_refresh_pauses_while_no_view_is_open(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[SignalWF]):
+        handle = await client.start_workflow(
+            SignalWF.run, 1, id="hvi-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        view = HistoryView(handle, refresh_interval=0.01)
+        view._views.idle_after = 0.0
+        reads = 0
+        poll = view._source.poll
+
+        async def counted(*args: object, **kwargs: object) -> object:
+            nonlocal reads
+            reads += 1
+            return await poll(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(view._source, "poll", counted)
+        await eventually(lambda: reads > 2, "reads before any view rendered")
+        # The front end renders a view, then its output is cleared.
+        view._on_message(view, {"type": "view", "open": True}, [])
+        view._on_message(view, {"type": "view", "open": False}, [])
+        await asyncio.sleep(0.05)
+        paused = reads
+        await asyncio.sleep(0.2)
+        assert reads <= paused + 1, "the refresh kept reading with no view open"
+        assert view.refreshing  # paused, not stopped
+        await handle.signal(SignalWF.add_message, "while nobody looks")
+        view._on_message(view, {"type": "view", "open": True}, [])  # the notebook reopens
+        await eventually(lambda: not view.live, "the close, seen after the view reopened")
+        assert reads > paused
     view.close()

@@ -11,6 +11,7 @@ import pytest
 from engine import HistoryEvent, WorkflowHistory
 from widgets.models import (
     CATEGORY_COLOURS,
+    STATUS_COLOURS,
     HistoryModel,
     event_detail,
     event_row,
@@ -47,7 +48,7 @@ def test_payloads_are_previewed_and_decoded_in_the_detail() -> None:
     completed = next(e for e in history.events if e.event_type == "ActivityTaskCompleted")
     row = event_row(completed, history.events[0].event_time)
     assert "Hello" in row.summary
-    detail = json.loads(row.detail)
+    detail = json.loads(event_detail(completed))
     assert "Hello" in detail["result"]["payloads (decoded)"]
     assert "data" not in json.dumps(detail["result"])  # base64 replaced by the decoded text
 
@@ -166,7 +167,7 @@ def test_timeline_lanes_attempts_backoff_and_now() -> None:
     assert lane.bars[2].end is None and data.now == pytest.approx(2.0) and data.end >= 2.0
     assert data.lanes[0].label == "workflow tasks"
     as_json = data.to_json()
-    assert as_json["lanes"][1]["bars"][0]["colour"] == "#e03131"
+    assert as_json["lanes"][1]["bars"][0]["colour"] == STATUS_COLOURS["failed"]
 
     done = HistoryEvent(len(events) + 1, t0 + 3, "WorkflowExecutionCompleted", {})
     assert timeline([*events, done], attempts, now=t0 + 9).now is None  # closed: no "now"
@@ -191,3 +192,24 @@ def test_failure_types_and_details() -> None:
     assert not is_failure("ActivityTaskCompleted")
     big = HistoryEvent(1, 0.0, "MarkerRecorded", {"details": {"x": "y" * 50_000}})
     assert len(event_detail(big)) <= 20_000
+
+
+def test_failed_updates_and_histories_with_gaps() -> None:
+    t = 1_000.0
+    accepted = {"acceptedRequest": {"input": {"name": "rename"}}}
+    failure = {"outcome": {"failure": {"message": "rejected by the handler"}}}
+    events = [
+        HistoryEvent(1, t, "WorkflowExecutionStarted", {"workflowType": {"name": "W"}}),
+        HistoryEvent(5, t + 1, "WorkflowExecutionUpdateAccepted", accepted),
+        HistoryEvent(
+            6, t + 2, "WorkflowExecutionUpdateCompleted", {"acceptedEventId": "5", **failure}
+        ),
+    ]
+    model = HistoryModel(events)
+    update = next(r for r in model.compact() if r.kind == "update")
+    assert update.label == "rename" and update.status == "failed" and update.failed
+    assert "rejected by the handler" in update.summary
+    assert model.index_of(5, "full") == 1 and model.index_of(6, "full") == 2
+    assert model.index_of(4, "full") == -1 and model.index_of(99, "full") == -1
+    assert model.detail("compact", 1).startswith("#5 WorkflowExecutionUpdateAccepted")
+    assert model.detail("full", 7) == "" and model.detail("compact", -1) == ""

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 from engine import ApplicationError, Client, RetryPolicy, Worker, activity, workflow
 from widgets import Timeline
+from widgets.models import STATUS_COLOURS
 
 from ..interop.engine_code import SignalWF, TimerWF
 from .conftest import eventually, widget_threads
@@ -75,7 +76,9 @@ async def test_timeline_gains_each_attempt_as_it_happens(client: Client, task_qu
         lane = _activity_lane(view)
         assert lane is not None
         failed = lane["bars"][0]
-        assert "attempt 1 failed" in failed["detail"] and failed["colour"] == "#e03131"
+        assert (
+            "attempt 1 failed" in failed["detail"] and failed["colour"] == STATUS_COLOURS["failed"]
+        )
         assert [b["kind"] for b in lane["bars"]] == ["attempt", "backoff", "attempt"]
         backoff = lane["bars"][1]
         assert backoff["start"] == failed["end"] and backoff["end"] > backoff["start"]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import re
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -215,6 +218,142 @@ async def test_failure_reasons_are_counted(client: Client, task_queue: str) -> N
             BROKEN["on"] = False
             worker.register_workflow(Fragile)
             assert await asyncio.wait_for(handle.result(), 30) == "fixed"
+        finally:
+            monitor.close()
+        _assert_stopped(monitor)
+
+
+# -- failures and idleness of the live refresh ------------------------------------------
+
+
+class _Snapshots:
+    """Wraps ``worker.metrics.snapshot``: counts the reads, records the time of each one
+    that failed, and raises while ``broken``."""
+
+    def __init__(self, worker: Worker, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.reads = 0
+        self.failed: list[float] = []
+        self.broken = False
+        real = worker.metrics.snapshot
+
+        def snapshot() -> dict[str, Any]:
+            self.reads += 1
+            if self.broken:
+                self.failed.append(time.monotonic())
+                raise OSError("the metrics are gone")
+            return real()
+
+        monkeypatch.setattr(worker.metrics, "snapshot", snapshot)
+
+
+async def test_failing_reads_show_back_off_and_stop_the_refresh(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    interval = 0.05
+    async with Worker(client, task_queue=task_queue, workflows=[Fragile]) as worker:
+        snapshots = _Snapshots(worker, monkeypatch)
+        monitor = WorkerMonitor(worker, refresh_interval=interval)
+        try:
+            assert monitor.error == "" and monitor.live and monitor.rows
+
+            # A read fails: it shows and is tried again; a read that works clears it.
+            snapshots.broken = True
+            await eventually(lambda: "retrying" in monitor.error, "the failure shown")
+            assert re.fullmatch(
+                r"live refresh failed: could not read the worker's metrics: "
+                r"the metrics are gone \(retrying, [1-4] of 5\)",
+                monitor.error,
+            )
+            assert monitor.refreshing and monitor.live and monitor.rows  # the last ones stay
+            snapshots.broken = False
+            await eventually(lambda: monitor.error == "", "the error cleared")
+            assert monitor.refreshing and monitor.live
+
+            # Five failures in a row, each after a longer pause: the refresh stops.
+            first = len(snapshots.failed)
+            snapshots.broken = True
+            await eventually(lambda: not monitor.refreshing, "the refresh stopped")
+            assert monitor.error == (
+                "live refresh stopped: could not read the worker's metrics: the metrics are gone"
+            )
+            assert not monitor.live
+            await eventually(
+                lambda: _live.live_thread() is None and widget_threads() == [],
+                "the widgets thread gone",
+            )
+            failed = snapshots.failed[first:]
+            assert len(failed) == 5, failed
+            gaps = [b - a for a, b in itertools.pairwise(failed)]
+            for n, gap in enumerate(gaps, start=1):  # interval * 2**failures
+                assert gap >= 0.9 * interval * 2**n, gaps
+            reads = snapshots.reads
+            with pytest.raises(OSError, match="the metrics are gone"):
+                monitor.update()  # asked for directly, the error is raised
+            assert snapshots.reads == reads + 1  # and nothing read in the background
+        finally:
+            monitor.close()
+        _assert_stopped(monitor)
+
+
+async def test_a_snapshot_taken_while_a_counter_grows_is_taken_again(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[Fragile]) as worker:
+        monitor = WorkerMonitor(worker, refresh_interval=60)
+        try:
+            real = worker.metrics.snapshot
+            calls = []
+
+            def snapshot() -> dict[str, Any]:
+                calls.append(1)
+                if len(calls) == 1:
+                    raise RuntimeError("dictionary changed size during iteration")
+                return real()
+
+            monkeypatch.setattr(worker.metrics, "snapshot", snapshot)
+            monitor.update()
+            assert len(calls) == 2 and monitor.error == ""
+        finally:
+            monitor.close()
+        _assert_stopped(monitor)
+
+
+async def test_nothing_is_read_while_no_view_is_open(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_live, "IDLE_AFTER", 0.0)
+    opened, closed = {"type": "view", "open": True}, {"type": "view", "open": False}
+    async with Worker(client, task_queue=task_queue, workflows=[Fragile]) as worker:
+        snapshots = _Snapshots(worker, monkeypatch)
+        monitor = WorkerMonitor(worker, refresh_interval=0.01)
+        try:
+            # Never rendered: read at every tick.
+            n = snapshots.reads
+            await eventually(lambda: snapshots.reads >= n + 3, "reads before any view")
+            monitor._handle_custom_msg(opened, [])
+            n = snapshots.reads
+            await eventually(lambda: snapshots.reads >= n + 3, "reads while a view is open")
+
+            # The view goes: the refresh keeps ticking but reads nothing.
+            idle_at: list[int] = []  # the number of reads at each idle tick
+            idle = monitor._views.idle
+
+            def watched() -> bool:
+                out = idle()
+                if out:
+                    idle_at.append(snapshots.reads)
+                return out
+
+            monkeypatch.setattr(monitor._views, "idle", watched)
+            monitor._handle_custom_msg(closed, [])
+            await eventually(lambda: len(idle_at) >= 20, "twenty idle ticks")
+            assert len(set(idle_at)) == 1 and snapshots.reads == idle_at[0]
+            assert monitor.refreshing and monitor.live
+
+            # A view opens again: reads resume.
+            monitor._handle_custom_msg(opened, [])
+            n = snapshots.reads
+            await eventually(lambda: snapshots.reads >= n + 3, "reads resumed")
         finally:
             monitor.close()
         _assert_stopped(monitor)

@@ -34,15 +34,19 @@ function render({ model, el }) {
   const head = h("div", { class: "dn-head" }, input, apply, live);
   const chips = h("div", { class: "dn-xl-chips", role: "group", "aria-label": "Counts by status" });
   const error = h("div", { class: "dn-error", role: "alert", hidden: true });
+  // A table: the header row and the runs each in a rowgroup; a run's row is focusable
+  // (Enter opens it, arrow keys move between runs) and the run shown is aria-current.
   const colhead = h("div", { class: "dn-xl-row dn-colhead", role: "row" },
     ...HEADERS.map((t) => h("span", { class: "dn-c", role: "columnheader", text: t })));
-  const body = h("div", { class: "dn-xl-body", role: "rowgroup", "aria-label": "Runs" });
+  const body = h("div", { class: "dn-xl-body", role: "rowgroup" });
+  const table = h("div", { class: "dn-xl-table", role: "table", "aria-label": "Runs" },
+    h("div", { role: "rowgroup" }, colhead), body);
   const prev = h("button", { type: "button", text: "‹ previous", "aria-label": "Previous page" });
   const next = h("button", { type: "button", text: "next ›", "aria-label": "Next page" });
   const pageLabel = h("span", { class: "dn-counts" });
   const pager = h("div", { class: "dn-xl-pager" }, prev, pageLabel, next);
   const note = h("div", { class: "dn-note", text: "Click a run to open its history below." });
-  el.append(head, chips, error, colhead, body, pager, note);
+  el.append(head, chips, error, table, pager, note);
 
   function submit() {
     model.send({ type: "query", query: input.value });
@@ -88,27 +92,43 @@ function render({ model, el }) {
     chips.replaceChildren(...nodes);
   }
 
+  function moveFocus(from, ev) {
+    const rows = [...body.querySelectorAll('[role="row"][data-run-id]')];
+    const at = rows.indexOf(from);
+    const to = { ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: rows.length - 1 }[ev.key];
+    if (to === undefined) return false;
+    ev.preventDefault();
+    if (rows[to]) rows[to].focus();
+    return true;
+  }
+
   function renderRows() {
     const rows = model.get("rows");
     const sel = model.get("selected") || {};
+    // Rebuilding the rows must not take the keyboard focus away from the row that has it.
+    const active = document.activeElement;
+    const focused = active && body.contains(active) ? active.closest("[data-run-id]") : null;
+    const focusedRun = focused ? focused.dataset.runId : null;
+    const scroll = body.scrollTop;
     if (!rows.length) {
-      body.replaceChildren(h("div", { class: "dn-note dn-xl-empty", text: "No runs match." }));
+      body.replaceChildren(h("div", { role: "row" },
+        h("div", { class: "dn-note dn-xl-empty", role: "cell", "aria-colspan": HEADERS.length, text: "No runs match." })));
       return;
     }
     body.replaceChildren(...rows.map((row) => {
       const selected = sel.run_id === row.run_id;
       const node = h("div", {
         class: `dn-xl-row${row.status === "failed" || row.status === "timed_out" ? " dn-failed" : ""}${selected ? " dn-selected" : ""}`,
-        role: "row", tabindex: "0", "aria-selected": String(selected), "data-run-id": row.run_id,
+        role: "row", tabindex: "0", "aria-current": selected ? "true" : null, "data-run-id": row.run_id,
       },
-      h("span", { class: "dn-c" }, h("span", { class: "dn-chip", style: `background:${row.status_colour}`, text: label(row.status) })),
-      h("span", { class: "dn-c dn-xl-id", text: row.id, title: row.id }),
-      h("span", { class: "dn-c", text: row.workflow_type }),
-      h("span", { class: "dn-c dn-id", text: row.run_id, title: row.run_id }),
-      h("span", { class: "dn-c", text: row.task_queue }),
-      h("span", { class: "dn-c dn-off", text: row.started, title: row.closed ? `closed ${row.closed}` : "open" }),
-      h("span", { class: "dn-c dn-dur", text: row.took }),
-      h("span", { class: "dn-c dn-att", text: row.history_length }));
+      h("span", { class: "dn-c", role: "cell" }, h("span", { class: "dn-chip", style: `background:${row.status_colour}`, text: label(row.status) })),
+      h("span", { class: "dn-c dn-xl-id", role: "cell", text: row.id, title: row.id }),
+      h("span", { class: "dn-c", role: "cell", text: row.workflow_type }),
+      h("span", { class: "dn-c dn-id", role: "cell", text: row.run_id, title: row.run_id }),
+      h("span", { class: "dn-c", role: "cell", text: row.task_queue }),
+      h("span", { class: "dn-c dn-off", role: "cell", text: row.started, title: row.closed ? `closed ${row.closed}` : "open" }),
+      h("span", { class: "dn-c dn-dur", role: "cell", text: row.took }),
+      h("span", { class: "dn-c dn-att", role: "cell", text: row.history_length }));
       const open = () => {
         model.set("selected", { id: row.id, run_id: row.run_id });
         model.save_changes();
@@ -119,10 +139,17 @@ function render({ model, el }) {
         if (ev.key === "Enter" || ev.key === " ") {
           ev.preventDefault();
           open();
+        } else {
+          moveFocus(node, ev);
         }
       });
       return node;
     }));
+    body.scrollTop = scroll;
+    if (focusedRun !== null) {
+      const again = [...body.children].find((n) => n.dataset.runId === focusedRun);
+      if (again) again.focus({ preventScroll: true });
+    }
   }
 
   function renderState() {
@@ -146,8 +173,15 @@ function render({ model, el }) {
   renderCounts();
   renderRows();
   renderState();
+  // The kernel reads nothing for the live refresh while no view is open.
+  model.send({ type: "view", open: true });
   return () => {
     for (const [name, fn] of Object.entries(handlers)) model.off(`change:${name}`, fn);
+    try {
+      model.send({ type: "view", open: false });
+    } catch (err) {
+      // The kernel or the widget is already gone: nothing to tell.
+    }
   };
 }
 

@@ -42,10 +42,10 @@ function cells(row, mode) {
   return [
     h("span", { class: "dn-c dn-kind" },
       h("span", { class: "dn-swatch", style: `background:${row.colour}`, "aria-hidden": "true" }),
-      row.kind.replace("_", " ")),
+      row.kind.replaceAll("_", " ")),
     h("span", { class: "dn-c dn-label", text: row.label }),
     h("span", { class: "dn-c dn-status" },
-      h("span", { class: "dn-chip", style: `background:${row.status_colour}`, text: row.status.replace("_", " ") })),
+      h("span", { class: "dn-chip", style: `background:${row.status_colour}`, text: row.status.replaceAll("_", " ") })),
     h("span", { class: "dn-c dn-att", text: row.attempts ? `×${row.attempts}` : "" }),
     h("span", { class: "dn-c dn-off", text: seconds(row.start) }),
     h("span", { class: "dn-c dn-dur", text: duration(row) }),
@@ -58,7 +58,19 @@ const HEADERS = {
   compact: ["kind", "name", "status", "attempts", "at", "took", "summary"],
 };
 
+let views = 0;
+
+// Say whether this view is on screen (the kernel pauses the refresh when none is).
+function tell(model, open) {
+  try {
+    model.send({ type: "view", open });
+  } catch (err) {
+    // the kernel is gone: nothing to tell
+  }
+}
+
 function render({ model, el }) {
+  const uid = `dn-history-${++views}`;
   el.classList.add("dn-widget", "dn-history");
   const title = h("span", { class: "dn-title" });
   const status = h("span", { class: "dn-chip dn-run-status", role: "status" });
@@ -78,20 +90,22 @@ function render({ model, el }) {
   const header = h("div", { class: "dn-head" }, title, status, live, counts, tabs);
   const colhead = h("div", { class: "dn-row dn-colhead", role: "row" });
   const body = h("div", { class: "dn-scroll", tabindex: "0", role: "rowgroup",
-    "aria-label": "Events" });
+    "aria-label": "Events (arrow keys move the selection)" });
+  const table = h("div", { class: "dn-table", role: "table", "aria-label": "Event history" },
+    h("div", { role: "rowgroup" }, colhead), body);
   const spacer = h("div", { class: "dn-spacer" });
   body.append(spacer);
-  const detail = h("pre", { class: "dn-detail", "aria-live": "polite", hidden: true });
+  const detail = h("pre", { class: "dn-detail", "aria-label": "Selected row's attributes",
+    tabindex: "0", hidden: true });
   const error = h("div", { class: "dn-error", role: "alert", hidden: true });
-  el.append(header, error, colhead, body, detail);
+  el.append(header, error, table, detail);
 
   let follow = true; // stick to the bottom while the run grows
-  let selectedDetail = null;
 
   function renderHeader() {
     title.textContent = model.get("title");
     const st = model.get("status");
-    status.textContent = st.replace("_", " ");
+    status.textContent = st.replaceAll("_", " ");
     status.dataset.status = st;
     live.textContent = model.get("live") ? "● live" : "";
     const f = model.get("failure_count");
@@ -108,7 +122,7 @@ function render({ model, el }) {
   function renderRows() {
     const mode = model.get("mode");
     const total = model.get("total");
-    const start = model.get("window_start");
+    const start = model.get("rows_start"); // the window these rows were computed for
     const rows = model.get("rows");
     const selected = model.get("selected");
     spacer.style.height = `${total * ROW_H}px`;
@@ -120,19 +134,25 @@ function render({ model, el }) {
         class: `dn-row${row.failed ? " dn-failed" : ""}${index === selected ? " dn-selected" : ""}`,
         role: "row", tabindex: "-1", "data-index": index, "aria-selected": String(index === selected),
         style: `top:${index * ROW_H}px`, "data-mode": mode,
-      }, ...cells(row, mode));
-      node.addEventListener("click", () => select(index, row));
+      }, ...cells(row, mode).map((c) => { c.setAttribute("role", "cell"); return c; }));
+      if (index === selected) node.id = `${uid}-selected`;
+      node.addEventListener("click", () => select(index));
       return node;
     });
     body.replaceChildren(spacer, ...nodes);
+    if (selected >= 0) body.setAttribute("aria-activedescendant", `${uid}-selected`);
+    else body.removeAttribute("aria-activedescendant");
     if (follow && model.get("live")) body.scrollTop = body.scrollHeight;
   }
 
-  function select(index, row) {
-    selectedDetail = row ? row.detail : null;
-    detail.hidden = !selectedDetail;
-    detail.textContent = selectedDetail || "";
-    model.set("selected", index);
+  function renderDetail() {
+    const text = model.get("detail");
+    detail.hidden = !text;
+    detail.textContent = text || "";
+  }
+
+  function select(index) {
+    model.set("selected", index); // the kernel answers with that row's detail
     model.save_changes();
     renderRows();
   }
@@ -158,8 +178,7 @@ function render({ model, el }) {
     else return;
     ev.preventDefault();
     body.scrollTop = Math.max(0, (index - 3) * ROW_H);
-    const start = model.get("window_start");
-    select(index, model.get("rows")[index - start] || null);
+    select(index);
   }
 
   body.addEventListener("scroll", onScroll);
@@ -170,9 +189,14 @@ function render({ model, el }) {
     model.on(`change:${name}`, onHeader);
   }
   for (const name of ["rows", "total", "selected"]) model.on(`change:${name}`, onRows);
+  model.on("change:detail", renderDetail);
   renderHeader();
   renderRows();
+  renderDetail();
+  tell(model, true); // the kernel refreshes only while someone looks
   return () => {
+    tell(model, false);
+    model.off("change:detail", renderDetail);
     for (const name of ["title", "status", "live", "event_count", "failure_count", "mode", "error"]) {
       model.off(`change:${name}`, onHeader);
     }

@@ -26,6 +26,15 @@ function label(sec) {
   return `${+(sec / 86400).toFixed(1)} d`;
 }
 
+// Say whether this view is on screen (the kernel pauses the refresh when none is).
+function tell(model, open) {
+  try {
+    model.send({ type: "view", open });
+  } catch (err) {
+    // the kernel is gone: nothing to tell
+  }
+}
+
 function render({ model, el }) {
   el.classList.add("dn-widget", "dn-timeline");
   const head = document.createElement("div");
@@ -39,7 +48,10 @@ function render({ model, el }) {
   const holder = document.createElement("div");
   const note = document.createElement("div");
   note.className = "dn-note";
-  el.append(head, holder, note);
+  const error = document.createElement("div");
+  error.className = "dn-error";
+  error.setAttribute("role", "alert");
+  el.append(head, error, holder, note);
 
   function draw() {
     const data = { ...(model.get("data") || {}) };
@@ -47,6 +59,8 @@ function render({ model, el }) {
     const lanes = data.lanes || [];
     title.textContent = model.get("title");
     live.textContent = model.get("live") ? "● live" : "";
+    error.hidden = !model.get("error");
+    error.textContent = model.get("error");
     const width = Math.max(480, el.clientWidth || 900);
     const plotW = width - LABEL_W - 16;
     const end = Math.max(data.end || 0, data.now || 0, 0.001);
@@ -84,7 +98,7 @@ function render({ model, el }) {
             stroke: bar.end === null ? "#1971c2" : "none", "stroke-dasharray": bar.end === null ? "3 2" : "" });
         }
         const dur = bar.end === null ? "still going" : label(bar.end - bar.start);
-        shape.append(s("title", {}, `${lane.label}: ${bar.label} (${bar.status.replace("_", " ")}, ${dur})` +
+        shape.append(s("title", {}, `${lane.label}: ${bar.label} (${bar.status.replaceAll("_", " ")}, ${dur})` +
           (bar.detail ? `\n${bar.detail}` : "")));
         g.append(shape);
       }
@@ -114,6 +128,7 @@ function render({ model, el }) {
   model.on("change:data", onChange);
   model.on("change:live", onChange);
   model.on("change:now", onChange);
+  model.on("change:error", onChange);
   let lastWidth = el.clientWidth;
   const observer = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => {
     if (el.clientWidth !== lastWidth) {
@@ -123,10 +138,13 @@ function render({ model, el }) {
   });
   if (observer) observer.observe(el);
   draw();
+  tell(model, true); // the kernel refreshes only while someone looks
   return () => {
     model.off("change:data", onChange);
     model.off("change:live", onChange);
     model.off("change:now", onChange);
+    model.off("change:error", onChange);
+    tell(model, false);
     if (observer) observer.disconnect();
   };
 }

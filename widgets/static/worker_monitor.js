@@ -76,10 +76,17 @@ function render({ model, el }) {
   model.on("change:groups", renderRows);
   renderHead();
   renderRows();
+  // The kernel reads nothing for the live refresh while no view is open.
+  model.send({ type: "view", open: true });
   return () => {
     for (const name of heads) model.off(`change:${name}`, renderHead);
     model.off("change:rows", renderRows);
     model.off("change:groups", renderRows);
+    try {
+      model.send({ type: "view", open: false });
+    } catch (err) {
+      // The kernel or the widget is already gone: nothing to tell.
+    }
   };
 }
 
