@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from engine import DataConverter, HistoryEvent, WorkflowExecution, WorkflowExecutionDescription
+from engine import HistoryEvent, WorkflowExecution, WorkflowExecutionDescription
+from widgets.models import event_summary  # pure: needs no ipywidgets
 
 from .kernel_session import ReplayReport, WorkerStatus
 
@@ -20,19 +20,11 @@ __all__ = [
     "format_status",
     "handle_html",
     "handle_text",
-    "summarize_event",
 ]
 
 #: A factory that turns a workflow handle into a richer display object (e.g. a live
 #: history widget). ``widgets`` sets one through :func:`kernel_ext.set_handle_view`.
 HandleView = Callable[[Any], Any]
-
-_PREVIEW = 60
-
-
-def _short(value: Any, limit: int = _PREVIEW) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _time(value: datetime | None) -> str:
@@ -98,45 +90,14 @@ def format_runs(runs: Sequence[WorkflowExecution]) -> str:
     return _table([*header, "run id"], rows)
 
 
-def summarize_event(event: HistoryEvent, converter: DataConverter) -> str:
-    """A short human summary of one event's attributes."""
-    attrs = event.attributes
-    parts: list[str] = []
-    if "workflowType" in attrs:
-        parts.append(f"workflow={attrs['workflowType'].get('name', '')}")
-    if "activityType" in attrs:
-        parts.append(f"activity={attrs['activityType'].get('name', '')}")
-    if "timerId" in attrs:
-        parts.append(f"timer={attrs['timerId']}")
-    if "startToFireTimeout" in attrs:
-        parts.append(f"fires after {attrs['startToFireTimeout']}")
-    if "signalName" in attrs:
-        parts.append(f"signal={attrs['signalName']}")
-    for key in ("input", "result"):
-        payloads = (attrs.get(key) or {}).get("payloads")
-        if payloads:
-            try:
-                parts.append(f"{key}={_short(converter.from_payloads_json(payloads))}")
-            except Exception:  # an undecodable payload is shown by size, never fatal
-                parts.append(f"{key}=<{len(payloads)} payloads>")
-    if "attempt" in attrs and event.event_type == "ActivityTaskStarted":
-        parts.append(f"attempt={attrs['attempt']}")
-    if "cause" in attrs:
-        parts.append(f"cause={str(attrs['cause']).removeprefix('WORKFLOW_TASK_FAILED_CAUSE_')}")
-    failure = attrs.get("failure") or attrs.get("lastFailure")
-    if isinstance(failure, dict) and failure.get("message"):
-        parts.append(f"failure={_short(failure['message'])!r}")
-    return ", ".join(parts)
-
-
-def format_history(events: Sequence[HistoryEvent], converter: DataConverter) -> str:
-    """``%durable history``: event id, type and a short summary per line."""
+def format_history(events: Sequence[HistoryEvent]) -> str:
+    """``%durable history``: event id, type and a short summary per line (the summary
+    the widgets show: names, payloads, attempt, failure)."""
     if not events:
         return "no events"
     width = max(len(e.event_type) for e in events)
     return "\n".join(
-        f"{e.event_id:>4}  {e.event_type:<{width}}  {summarize_event(e, converter)}".rstrip()
-        for e in events
+        f"{e.event_id:>4}  {e.event_type:<{width}}  {event_summary(e)}".rstrip() for e in events
     )
 
 

@@ -88,6 +88,6 @@ class DurableMagics(Magics):
             print(display.format_runs(s.list_runs(args.query)))
         elif args.command == "history":
             history = s.history(args.workflow_id, args.run_id)
-            print(display.format_history(history.events, s.client.data_converter))
+            print(display.format_history(history.events))
         elif args.command == "replay":
             print(display.format_replay(s.replay(args.workflow_id, args.run_id)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -13,7 +14,7 @@ from engine.exceptions import WorkflowNotFoundError
 
 from . import _live
 
-__all__ = ["RunSource", "closing_subscription"]
+__all__ = ["LiveRunView", "RunSource", "closing_subscription"]
 
 log = logging.getLogger("widgets")
 
@@ -145,6 +146,49 @@ def closing_subscription(
             await asyncio.sleep(interval)
 
     return _live.subscribe(refresh, name)
+
+
+class LiveRunView:
+    """What the live run views (HistoryView, Timeline) share, mixed into their widget
+    class: the lock between the browser's changes and the refresh, the views the front
+    end reports, errors shown in the ``error`` trait, and :meth:`close`."""
+
+    _lock: threading.RLock
+    _views: _live.Views
+    # Set before anything can fail, so close() (also run by __del__) always works.
+    _subscription: _live.Subscription | None = None
+    error: str
+    live: bool
+
+    def set_state(self, sync_data: dict[str, Any]) -> None:
+        # Changes from the browser arrive on the kernel's thread; the refresh writes on
+        # the widgets' thread: one at a time.
+        with self._lock:
+            super().set_state(sync_data)  # type: ignore[misc]
+
+    @property
+    def refreshing(self) -> bool:
+        """Whether a background refresh is following the run."""
+        return self._subscription is not None and self._subscription.active
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        self._views.message(content)
+
+    def _on_refresh_error(self, message: str, stopped: bool) -> None:
+        with self._lock:
+            self.error = message
+            if stopped:
+                self._stopped()
+
+    def _stopped(self) -> None:
+        self.live = False
+
+    def close(self) -> None:
+        """Stop following the run and close the widget."""
+        if self._subscription is not None:
+            self._subscription.cancel()
+        self.live = False
+        super().close()  # type: ignore[misc]
 
 
 def seconds(value: float | timedelta) -> float:

@@ -13,7 +13,7 @@ import traitlets
 from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
 
 from . import _live
-from ._source import RunSource, closing_subscription, seconds
+from ._source import LiveRunView, RunSource, closing_subscription, seconds
 from .models import HistoryModel
 
 __all__ = ["HistoryView"]
@@ -22,7 +22,7 @@ STATIC = Path(__file__).parent / "static"
 MODES = ("compact", "full")
 
 
-class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
+class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
     """The event history of a run, live while it is open.
 
     ``HistoryView(handle)`` follows a run (new events appear as they are recorded, every
@@ -56,8 +56,6 @@ class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
     detail = traitlets.Unicode("").tag(sync=True)
     live = traitlets.Bool(False).tag(sync=True)
 
-    # Set before anything can fail, so close() (also run by __del__) always works.
-    _subscription: _live.Subscription | None = None
     error = traitlets.Unicode("").tag(sync=True)
     selected = traitlets.Int(-1).tag(sync=True)
 
@@ -102,32 +100,12 @@ class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
     def __repr__(self) -> str:
         return f"<HistoryView {self.title} · {self.status} · {self.event_count} events>"
 
-    def set_state(self, sync_data: dict[str, Any]) -> None:
-        # Changes from the browser arrive on the kernel's thread; the refresh writes on
-        # the widgets' thread: one at a time.
-        with self._lock:
-            super().set_state(sync_data)
-
-    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        self._views.message(content)
-
-    def _on_refresh_error(self, message: str, stopped: bool) -> None:
-        with self._lock:
-            self.error = message
-            if stopped:
-                self.live = False
-
     # -- model --------------------------------------------------------------------------
 
     @property
     def model(self) -> HistoryModel:
         """The view model behind the table (events, compact rows)."""
         return self._model
-
-    @property
-    def refreshing(self) -> bool:
-        """Whether a background refresh is following the run."""
-        return self._subscription is not None and self._subscription.active
 
     def _count_failures(self, events: list[HistoryEvent]) -> None:
         from .models import is_failure
@@ -198,10 +176,3 @@ class HistoryView(anywidget.AnyWidget):  # type: ignore[misc]
             self.selected = index
             self.detail = self._model.detail(self.mode, index)
             self._update_rows()
-
-    def close(self) -> None:
-        """Stop following the run and close the widget."""
-        if self._subscription is not None:
-            self._subscription.cancel()
-        self.live = False
-        super().close()

@@ -13,7 +13,7 @@ import traitlets
 from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
 
 from . import _live
-from ._source import RunSource, closing_subscription, seconds
+from ._source import LiveRunView, RunSource, closing_subscription, seconds
 from .models import STATUS_COLOURS, HistoryModel, TimelineData, timeline
 
 __all__ = ["Timeline"]
@@ -21,7 +21,7 @@ __all__ = ["Timeline"]
 STATIC = Path(__file__).parent / "static"
 
 
-class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
+class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
     """A horizontal timeline of a run, live while it is open.
 
     One lane for the workflow tasks, one per activity (each attempt a bar, failed ones in
@@ -40,9 +40,6 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
     #: The "now" line (seconds since the start) while the run is open; None once closed.
     now = traitlets.Float(None, allow_none=True).tag(sync=True)
     live = traitlets.Bool(False).tag(sync=True)
-
-    # Set before anything can fail, so close() (also run by __del__) always works.
-    _subscription: _live.Subscription | None = None
 
     def __init__(
         self,
@@ -82,19 +79,9 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
         lanes = len(self.data.get("lanes", []))
         return f"<Timeline {self.title} · {lanes} lanes{' · live' if self.live else ''}>"
 
-    def set_state(self, sync_data: dict[str, Any]) -> None:
-        with self._lock:
-            super().set_state(sync_data)
-
-    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        self._views.message(content)
-
-    def _on_refresh_error(self, message: str, stopped: bool) -> None:
-        with self._lock:
-            self.error = message
-            if stopped:
-                self.live = False
-                self.now = None
+    def _stopped(self) -> None:
+        self.live = False
+        self.now = None
 
     @property
     def timeline(self) -> TimelineData:
@@ -102,11 +89,6 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
         following = self._source.handle is not None and not self._model.closed
         now = self._source.now() if following else None
         return timeline(self._model, self._attempts, now=now, max_lanes=self._max_lanes)
-
-    @property
-    def refreshing(self) -> bool:
-        """Whether a background refresh is following the run."""
-        return self._subscription is not None and self._subscription.active
 
     def _redraw(self) -> None:
         data = self.timeline.to_json()
@@ -128,13 +110,6 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
                 self.live = False
                 return False
             return True
-
-    def close(self) -> None:
-        """Stop following the run and close the widget."""
-        if self._subscription is not None:
-            self._subscription.cancel()
-        self.live = False
-        super().close()
 
     def figure(self, *, width: float = 10.0) -> Any:
         """The timeline as a matplotlib Figure (for static output)."""

@@ -249,10 +249,10 @@ def test_magics_print_status_lists_histories_and_replays(
 
     shell.run_line_magic("durable", "history g-3")
     history = capsys.readouterr().out.splitlines()
-    assert history[0].split()[:3] == ["1", "WorkflowExecutionStarted", "workflow=Greeting,"]
-    assert history[4].split()[:3] == ["5", "ActivityTaskScheduled", "activity=greet,"]
+    assert history[0].split()[:4] == ["1", "WorkflowExecutionStarted", "workflow", "Greeting"]
+    assert history[4].split()[:4] == ["5", "ActivityTaskScheduled", "activity", "greet"]
     assert history[-1].split()[:2] == ["11", "WorkflowExecutionCompleted"]
-    assert 'result=["Hello, Cy!"]' in history[-1]
+    assert history[-1].endswith('"Hello, Cy!"')
 
     shell.run_line_magic("durable", "replay g-3")
     assert capsys.readouterr().out.startswith("OK: g-3 (run ")
