@@ -503,17 +503,29 @@ class WorkflowHandle:
         while True:
             channel = closed_channel(run_id) if run_id else ""
             generation = notifier.generation(channel)
-            row = await service.resolve_run(client.namespace, self.id, run_id)
+            row, event = await service.run_and_close_event(client.namespace, self.id, run_id)
             run_id = row.run_id
             status = WorkflowExecutionStatus(row.status)
+            new_run_id = row.new_run_id
             if status == WorkflowExecutionStatus.RUNNING:
+                channel = closed_channel(run_id)
                 with service.close_watcher.watching(run_id):
-                    await notifier.wait(closed_channel(run_id), 60.0, since=generation)
+                    woken = await notifier.wait(channel, 60.0, since=generation)
+                # A close in this process brings its outcome along: no read needed.
+                outcome = notifier.message(channel) if woken else None
+                if outcome is None:
+                    continue
+                status = WorkflowExecutionStatus(outcome.status)
+                new_run_id = outcome.new_run_id
+                event = HistoryEvent(
+                    outcome.event_id,
+                    outcome.event_time,
+                    outcome.event_type,
+                    json.loads(outcome.attributes),
+                )
+            if new_run_id and follow_runs:
+                run_id = new_run_id  # continued as new, or failed and retried
                 continue
-            if row.new_run_id and follow_runs:
-                run_id = row.new_run_id  # continued as new, or failed and retried
-                continue
-            event = await service.close_event(run_id)
             assert event is not None
             return self._outcome(status, event.attributes)
 

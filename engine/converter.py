@@ -64,10 +64,26 @@ _ENCODING_JSON = "json/plain"
 # payloads
 # --------------------------------------------------------------------------
 def _b64encode(raw: bytes) -> str:
-    return base64.b64encode(raw).decode("ascii")
+    return binascii.b2a_base64(raw, newline=False).decode("ascii")
+
+
+_SHORT_DECODED: dict[str, bytes] = {}  # metadata values ("json/plain", ...) repeat endlessly
 
 
 def _b64decode(value: Any, where: str) -> bytes:
+    if isinstance(value, str):
+        if len(value) <= 32:
+            known = _SHORT_DECODED.get(value)
+            if known is not None:
+                return known
+        try:
+            raw = binascii.a2b_base64(value, strict_mode=True)  # the common, canonical case
+        except (binascii.Error, ValueError):
+            pass
+        else:
+            if len(value) <= 32 and len(_SHORT_DECODED) < 1024:
+                _SHORT_DECODED[value] = raw
+            return raw
     if not isinstance(value, str):
         raise ValueError(
             f"payload field {where!r} must be a base64 string, got {type(value).__name__}"

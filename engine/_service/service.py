@@ -514,6 +514,23 @@ class Service(WorkflowTaskOps, ActivityOps):
 
         return await self.store.transaction(fn)
 
+    async def run_and_close_event(
+        self, namespace: str, workflow_id: str, run_id: str | None
+    ) -> tuple[Row, HistoryEvent | None]:
+        """The run row and, if the run is closed, its closing event: one transaction."""
+
+        def fn(tx: StoreTx) -> tuple[Row, HistoryEvent | None]:
+            row = self._resolve_run(tx, namespace, workflow_id, run_id)
+            if row.status == WorkflowExecutionStatus.RUNNING:
+                return row, None
+            event = tx.close_event(row.run_id) or tx.last_event(row.run_id)
+            if event is None:
+                return row, None
+            attrs = json.loads(event.attributes)
+            return row, HistoryEvent(event.event_id, event.event_time, event.event_type, attrs)
+
+        return await self.store.transaction(fn)
+
     async def close_event(self, run_id: str) -> HistoryEvent | None:
         """The last event of a run (its closing event once closed)."""
 

@@ -10,7 +10,7 @@ import json
 import uuid
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._store.schema import WFT_SCHEDULED, WFT_STARTED
 from .._store.tx import Row, StoreTx
@@ -49,6 +49,21 @@ def wft_channel(namespace: str, task_queue: str) -> str:
 def activity_channel(namespace: str, task_queue: str) -> str:
     """Wake-up channel of an activity task queue."""
     return f"act:{namespace}:{task_queue}"
+
+
+#: Close events up to this size (JSON characters) travel with the close wake-up.
+CLOSE_MESSAGE_LIMIT = 64 * 1024
+
+
+class RunOutcome(NamedTuple):
+    """A run's close as its wake-up carries it: status, next run, the close event."""
+
+    status: int
+    new_run_id: str | None
+    event_id: int
+    event_time: float
+    event_type: str
+    attributes: str
 
 
 def closed_channel(run_id: str) -> str:
@@ -305,8 +320,13 @@ class RunState:
         if self.buffered_possible:
             self.tx.take_buffered(self.run_id)
         self.wft_wanted = False
-        self.tx.wake(closed_channel(self.run_id))
-        # The close event was just added: the parent (if any) hears of it on flush.
+        # The close event was just added. Waiters for the result in this process get it
+        # with the wake-up (small ones only), so they need not read it back.
+        outcome = None
+        if self._events and len(self._events[-1][3]) <= CLOSE_MESSAGE_LIMIT:
+            outcome = RunOutcome(int(status), new_run_id, *self._events[-1])
+        self.tx.wake(closed_channel(self.run_id), outcome)
+        # The parent (if any) hears of it on flush.
         self._closed_with = (status, json.loads(self._events[-1][3]) if self._events else {})
 
     def set(self, **changes: Any) -> None:

@@ -120,7 +120,7 @@ class Store:
                 raise self._translate(err) from err
             finally:
                 conn.close()
-            self.notifier.notify_many(tx.wakeups)
+            self.notifier.notify_many(tx.wakeups, tx.messages)
             return result
         raise AssertionError("unreachable")
 
@@ -214,6 +214,7 @@ class _BatchingWriter:
         if len(batch) > 1:
             results: list[Any] = []
             wakeups: set[str] = set()
+            messages: dict[str, Any] = {}
             try:
                 with _immediate(conn):
                     for fn, args, _, _ in batch:
@@ -222,10 +223,11 @@ class _BatchingWriter:
                         tx = StoreTx(conn, postgres=False)
                         results.append(fn(tx, *args))
                         wakeups |= tx.wakeups
+                        messages.update(tx.messages)
             except Exception:
                 pass  # run them one by one below, to find the failing one
             else:
-                self.store.notifier.notify_many(wakeups)
+                self.store.notifier.notify_many(wakeups, messages)
                 _deliver_all(
                     [
                         (loop, fut, result)
@@ -244,7 +246,7 @@ class _BatchingWriter:
             except BaseException as err:  # delivered to the caller, who raises it
                 _deliver(loop, fut, None, err)
             else:
-                self.store.notifier.notify_many(tx.wakeups)
+                self.store.notifier.notify_many(tx.wakeups, tx.messages)
                 _deliver(loop, fut, result, None)
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
+from typing import Any
 
 
 class Notifier:
@@ -19,9 +20,13 @@ class Notifier:
         self._lock = threading.Lock()
         self._generations: dict[str, int] = {}
         self._counter = 0
-        self._waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = (
+        self._waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Future[bool]]]] = (
             defaultdict(set)
         )
+        self._messages: OrderedDict[str, Any] = OrderedDict()
+
+    #: Messages kept at most (the newest; a waiter that finds none reads the database).
+    MAX_MESSAGES = 1024
 
     def generation(self, channel: str) -> int:
         """The channel's counter; pass it to :meth:`wait` to catch notifications since now."""
@@ -32,14 +37,20 @@ class Notifier:
     #: that read a forgotten generation is woken at once, so nothing is missed).
     MAX_CHANNELS = 10_000
 
-    def notify(self, channel: str) -> None:
-        """Wake every waiter on ``channel`` (callable from any thread)."""
+    def notify(self, channel: str, message: Any = None) -> None:
+        """Wake every waiter on ``channel`` (callable from any thread). A ``message`` is
+        kept for the waiters there are now (:meth:`message`); none clears an older one."""
         with self._lock:
             # Values come from one increasing counter, so a channel forgotten and notified
             # again never repeats a generation a waiter may hold.
             self._counter += 1
             self._generations[channel] = self._counter
             waiters = self._waiters.pop(channel, set())
+            self._messages.pop(channel, None)
+            if message is not None and waiters:
+                self._messages[channel] = message
+                if len(self._messages) > self.MAX_MESSAGES:
+                    self._messages.popitem(last=False)
             if len(self._generations) > self.MAX_CHANNELS:
                 self._forget_idle()
         for loop, fut in waiters:
@@ -54,10 +65,16 @@ class Notifier:
                 del self._generations[name]
                 self._waiters.pop(name, None)
 
-    def notify_many(self, channels: set[str]) -> None:
-        """Notify several channels."""
+    def notify_many(self, channels: set[str], messages: dict[str, Any] | None = None) -> None:
+        """Notify several channels (with their ``messages``, if any)."""
         for channel in channels:
-            self.notify(channel)
+            self.notify(channel, messages.get(channel) if messages else None)
+
+    def message(self, channel: str) -> Any:
+        """What the last notification of ``channel`` carried to the waiters it woke, or
+        None (no message, forgotten, or a notification from another process)."""
+        with self._lock:
+            return self._messages.get(channel)
 
     async def wait(self, channel: str, timeout: float, since: int | None = None) -> bool:
         """Wait until ``channel`` is notified (True) or ``timeout`` seconds pass (False).
@@ -65,18 +82,20 @@ class Notifier:
         With ``since``, return at once if the generation has moved past it.
         """
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
+        fut: asyncio.Future[bool] = loop.create_future()
         entry = (loop, fut)
         with self._lock:
             if since is not None and self._generations.get(channel, 0) != since:
                 return True
             self._waiters[channel].add(entry)
+        # A timer handle instead of asyncio.wait_for: this runs for every wait of every
+        # poller and result, and wait_for costs a task and several callbacks each time.
+        timer = loop.call_later(timeout, _expire, fut)
         try:
-            await asyncio.wait_for(fut, timeout)
-            return True
-        except TimeoutError:
-            return False
+            await fut
+            return fut.result()
         finally:
+            timer.cancel()
             with self._lock:
                 waiting = self._waiters.get(channel)
                 if waiting is not None:
@@ -85,6 +104,11 @@ class Notifier:
                         del self._waiters[channel]
 
 
-def _resolve(fut: asyncio.Future[None]) -> None:
+def _resolve(fut: asyncio.Future[bool]) -> None:
     if not fut.done():
-        fut.set_result(None)
+        fut.set_result(True)
+
+
+def _expire(fut: asyncio.Future[bool]) -> None:
+    if not fut.done():
+        fut.set_result(False)

@@ -266,6 +266,8 @@ class StoreTx:
         self.postgres = postgres
         #: Channels to notify once this transaction has committed.
         self.wakeups: set[str] = set()
+        #: What some of those notifications carry to waiters in this process.
+        self.messages: dict[str, Any] = {}
         driver = conn.connection.driver_connection
         if postgres:
             from psycopg.rows import namedtuple_row
@@ -298,9 +300,12 @@ class StoreTx:
 
     # -- wake-ups ---------------------------------------------------------------------
 
-    def wake(self, channel: str) -> None:
-        """Ask for ``channel`` to be notified after commit (in every process)."""
+    def wake(self, channel: str, message: Any = None) -> None:
+        """Ask for ``channel`` to be notified after commit (in every process). A
+        ``message`` reaches waiters of this process only (see ``Notifier.message``)."""
         self.wakeups.add(channel)
+        if message is not None:
+            self.messages[channel] = message
 
     # -- namespaces -------------------------------------------------------------------
 

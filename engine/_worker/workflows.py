@@ -26,7 +26,13 @@ from .._service.service import Service
 from .._service.state import wft_channel
 from .._service.types import QueryTask, WorkflowTask
 from .._service.workflow_tasks import TaskNotFoundError
-from ..converter import MAX_TRANSACTION_BYTES, DataConverter, Payload, check_payloads_size
+from ..converter import (
+    MAX_PAYLOAD_BYTES,
+    MAX_TRANSACTION_BYTES,
+    DataConverter,
+    Payload,
+    check_payloads_size,
+)
 from ..exceptions import NondeterminismError, PayloadSizeError, StoreError
 from .metrics import WorkerMetrics
 
@@ -376,23 +382,55 @@ class WorkflowRunner:
 
 
 def _check_command_sizes(commands: list[cmd.Command]) -> None:
-    total: list[Payload] = []
+    # Sizes are read off the base64 lengths (exact for the canonical base64 our converter
+    # writes); payloads are decoded, and messages built, only when a limit is passed.
+    total = 0
+    carried: list[dict[str, object]] = []
     for command in commands:
         payloads: list[dict[str, object]] = []
-        what = command.describe()
         if isinstance(command, cmd.ScheduleActivityTask):
             payloads = command.input
-            what = f"input of activity {command.activity_type}"
         elif isinstance(command, cmd.CompleteWorkflowExecution):
             payloads = command.result
-            what = "workflow result"
         elif isinstance(command, cmd.ContinueAsNewWorkflowExecution):
             payloads = command.input
-            what = "continue-as-new input"
-        if payloads:
-            decoded = [Payload.from_json(p) for p in payloads]
-            check_payloads_size(decoded, what=what)
-            total += decoded
-    check_payloads_size(
-        total, what="the commands of one workflow task", limit=MAX_TRANSACTION_BYTES
-    )
+        if not payloads:
+            continue
+        size = sum(_json_payload_size(p) for p in payloads)
+        total += size
+        carried += payloads
+        if size > MAX_PAYLOAD_BYTES:
+            check_payloads_size([Payload.from_json(p) for p in payloads], what=_what(command))
+    if total > MAX_TRANSACTION_BYTES:
+        check_payloads_size(
+            [Payload.from_json(p) for p in carried],
+            what="the commands of one workflow task",
+            limit=MAX_TRANSACTION_BYTES,
+        )
+
+
+def _what(command: cmd.Command) -> str:
+    if isinstance(command, cmd.ScheduleActivityTask):
+        return f"input of activity {command.activity_type}"
+    if isinstance(command, cmd.CompleteWorkflowExecution):
+        return "workflow result"
+    if isinstance(command, cmd.ContinueAsNewWorkflowExecution):
+        return "continue-as-new input"
+    return command.describe()
+
+
+def _b64_size(text: object) -> int:
+    """Bytes a canonical base64 string decodes to."""
+    if not isinstance(text, str) or not text:
+        return 0
+    return len(text) * 3 // 4 - text.count("=", len(text) - 2)
+
+
+def _json_payload_size(payload: dict[str, object]) -> int:
+    """``Payload.from_json(payload).size`` without decoding."""
+    metadata = payload.get("metadata") or {}
+    size = _b64_size(payload.get("data"))
+    if isinstance(metadata, dict):
+        for key, value in metadata.items():
+            size += len(str(key).encode()) + _b64_size(value)
+    return size
