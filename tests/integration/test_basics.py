@@ -234,3 +234,23 @@ async def test_a_process_without_workers_can_host_the_timers(
             TimerWF.run, 0.2, id="hs-" + uuid.uuid4().hex, task_queue=task_queue
         )
     assert result == "timer done"
+
+
+@workflow.defn
+class EchoWF:
+    @workflow.run
+    async def run(self, size: int) -> str:
+        return "r" * size
+
+
+async def test_results_small_and_large_reach_the_caller(client: Client, task_queue: str) -> None:
+    """Small outcomes travel with the close wake-up; large ones are read from the history."""
+    async with Worker(client, task_queue=task_queue, workflows=[EchoWF]):
+        for size in (10, 200_000):
+            handle = await client.start_workflow(
+                EchoWF.run, size, id=f"echo-{size}-" + uuid.uuid4().hex, task_queue=task_queue
+            )
+            assert await handle.result() == "r" * size
+            # A second waiter after the close reads it from the history.
+            again = client.get_workflow_handle(handle.id)
+            assert await again.result() == "r" * size
