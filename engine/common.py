@@ -77,6 +77,21 @@ def duration_to_json(value: timedelta | float | None) -> str:
     """
     if value is None:
         return "0s"
+    # The same few timeouts are written for every activity and task: remember them.
+    if type(value) is float or type(value) is int:
+        text = _DURATION_TEXT.get(value)
+        if text is None:
+            text = _duration_text(value)
+            if len(_DURATION_TEXT) < 4096:
+                _DURATION_TEXT[value] = text
+        return text
+    return _duration_text(value)
+
+
+_DURATION_TEXT: dict[float, str] = {}
+
+
+def _duration_text(value: timedelta | float) -> str:
     nanos = _to_nanos(value)
     sign = "-" if nanos < 0 else ""
     seconds, frac = divmod(abs(nanos), _NANOS_PER_SECOND)

@@ -210,6 +210,10 @@ def _json_default(value: Any) -> Any:
     )
 
 
+# Built once: json.dumps with options would build an encoder for every payload.
+_PAYLOAD_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True, default=_json_default)
+
+
 _hint_cache: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
@@ -361,7 +365,7 @@ class PayloadConverter:
             return Payload(metadata={"encoding": _ENCODING_NULL.encode()})
         if isinstance(value, bytes | bytearray):
             return Payload(metadata={"encoding": _ENCODING_BINARY.encode()}, data=bytes(value))
-        data = json.dumps(value, separators=(",", ":"), sort_keys=True, default=_json_default)
+        data = _PAYLOAD_JSON.encode(value)
         return Payload(metadata={"encoding": _ENCODING_JSON.encode()}, data=data.encode())
 
     def to_payloads(self, values: Sequence[Any]) -> list[Payload]:

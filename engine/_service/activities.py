@@ -15,7 +15,7 @@ from typing import Any
 from .._replay import commands as cmd
 from .._store.schema import ACT_BACKOFF, ACT_SCHEDULED, ACT_STARTED
 from .._store.tx import Row, StoreTx
-from ..common import RetryPolicy
+from ..common import RetryPolicy, duration_to_json
 from ..exceptions import RetryState, TimeoutType
 from .state import RunState, activity_channel, add_timer, dumps, task_queue_json
 from .types import ActivityTask
@@ -33,8 +33,6 @@ ALL_ACTIVITY_TIMERS = (
 
 
 def _dur(seconds: float | None) -> str:
-    from ..common import duration_to_json
-
     return duration_to_json(seconds or 0.0)
 
 

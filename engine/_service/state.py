@@ -31,9 +31,13 @@ SUGGEST_CAN_BYTES = 4 * 1024 * 1024
 WFT_RETRY_MAX_DELAY = 10.0
 
 
+# One encoder for every call: json.dumps with any non-default option builds a new one.
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 def dumps(obj: Any) -> str:
     """Compact JSON, as stored in the attributes column."""
-    return json.dumps(obj, separators=(",", ":"))
+    return _COMPACT.encode(obj)
 
 
 def task_queue_json(name: str) -> JsonDict:
@@ -123,6 +127,10 @@ class RunState:
         self.next_event_id: int = row.next_event_id
         self.history_size: int = row.history_size_bytes
         self._events: list[tuple[int, float, str, str]] = []
+        #: Events :meth:`flush` wrote in this transaction (ids from ``first_new_event_id``
+        #: on): a task started in the same transaction takes them from here, not the table.
+        self.written: list[tuple[int, float, str, str]] = []
+        self.first_new_event_id: int = row.next_event_id
         self._changes: dict[str, Any] = {}
         self._wft: Row | None = None
         self._wft_loaded = False
@@ -342,6 +350,7 @@ class RunState:
             self.schedule_workflow_task()
         self.wft_wanted = False
         self.tx.insert_events(self.run_id, self._events)
+        self.written += self._events
         self._events = []
         self.tx.update_execution(
             self.run_id,

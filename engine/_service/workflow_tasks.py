@@ -183,7 +183,10 @@ class WorkflowTaskOps(ChildOps):
         first = cached.get(run_id, 1)
         if first > rs.next_event_id:
             first = 1
-        events = _read_history(tx, run_id, first) + transient
+        fresh = rs.first_new_event_id  # events from here on were written by this change
+        events = _read_history(tx, run_id, first, fresh - 1) if first < fresh else []
+        events += [HistoryEvent(i, t, k, json.loads(a)) for i, t, k, a in rs.written if i >= first]
+        events += transient
         updates = [
             {
                 "update_id": u.update_id,
