@@ -384,6 +384,9 @@ class Service(WorkflowTaskOps, ActivityOps):
                 identity=identity,
                 created_at=rs.now,
             )
+            if not rs.has_updates:
+                rs.set(has_updates=1)
+                rs.has_updates = True
             rs.schedule_workflow_task()  # no-op when one is pending: it takes the update
             rs.flush()
             return row_id

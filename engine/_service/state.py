@@ -131,6 +131,8 @@ class RunState:
         #: on): a task started in the same transaction takes them from here, not the table.
         self.written: list[tuple[int, float, str, str]] = []
         self.first_new_event_id: int = row.next_event_id
+        #: Whether an update has ever been asked of the run (else none can be pending).
+        self.has_updates = bool(getattr(row, "has_updates", None))
         self._changes: dict[str, Any] = {}
         self._wft: Row | None = None
         self._wft_loaded = False
@@ -319,7 +321,8 @@ class RunState:
         if new_run_id is not None:
             self._changes["new_run_id"] = new_run_id
         self.new_run_id = new_run_id
-        self.tx.delete_workflow_task(self.run_id)
+        if not (self._wft_loaded and self._wft is None):  # else known gone in this change
+            self.tx.delete_workflow_task(self.run_id)
         self._wft = None
         self._wft_loaded = True
         self._wft_insert = None

@@ -194,7 +194,7 @@ class WorkflowTaskOps(ChildOps):
                 "args": json.loads(u.args),
                 "identity": u.identity,
             }
-            for u in tx.updates_of_run(run_id, UPDATE_REQUESTED)
+            for u in (tx.updates_of_run(run_id, UPDATE_REQUESTED) if rs.has_updates else ())
         ]
         return WorkflowTask(
             namespace=rs.namespace,
@@ -306,7 +306,7 @@ class WorkflowTaskOps(ChildOps):
         for action in rs.after_commands:
             action()
         rs.after_commands = []
-        if rs.is_open and tx.updates_of_run(task.run_id, UPDATE_REQUESTED):
+        if rs.is_open and rs.has_updates and tx.updates_of_run(task.run_id, UPDATE_REQUESTED):
             rs.wft_wanted = True  # updates that arrived while the task ran
         if rs.is_open:
             if wft.buffered and rs.flush_buffered():

@@ -202,6 +202,8 @@ _V5 = (
 
 _V6 = ("CREATE INDEX dn_executions_by_start ON dn_executions (namespace, start_time, run_id)",)
 
+_V7 = ("ALTER TABLE dn_executions ADD COLUMN has_updates SMALLINT",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, history, task queues, timers, attempts", _V1),
     Migration(2, "child workflows: parent event ids and parent close policy", _V2),
@@ -209,6 +211,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "workflow-task deadlines and buffered-event flag on the task row", _V4),
     Migration(5, "workflow updates", _V5),
     Migration(6, "index for listing runs page by page, newest first", _V6),
+    Migration(7, "flag on runs that have been asked for updates", _V7),
 )
 
 _SPELLING = {

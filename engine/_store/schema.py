@@ -11,7 +11,7 @@ import sqlalchemy as sa
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -56,6 +56,9 @@ executions = sa.Table(
     sa.Column("parent_initiated_event_id", sa.Integer, nullable=True),
     sa.Column("parent_started_event_id", sa.Integer, nullable=True),
     sa.Column("parent_close_policy", sa.SmallInteger, nullable=True),
+    # Migration 7: 1 once an update has been asked of the run (NULL: never), so the
+    # workflow tasks of the many runs without updates skip looking for them.
+    sa.Column("has_updates", sa.SmallInteger, nullable=True),
 )
 sa.Index(
     "dn_executions_open_workflow_id",

@@ -10,6 +10,7 @@ database work itself. Parameters are written ``:name``; the PostgreSQL spelling
 from __future__ import annotations
 
 import json
+import operator
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -37,7 +38,8 @@ _EXEC_COLS = (
     "run_id, namespace, workflow_id, workflow_type, task_queue, status, start_time, "
     "close_time, first_run_id, parent_workflow_id, parent_run_id, next_event_id, "
     "history_size_bytes, workflow_task_timeout, run_timeout, execution_timeout, new_run_id, "
-    "request_id, parent_initiated_event_id, parent_started_event_id, parent_close_policy"
+    "request_id, parent_initiated_event_id, parent_started_event_id, parent_close_policy, "
+    "has_updates"
 )
 _WFT_COLS = (
     "run_id, namespace, task_queue, state, attempt, scheduled_event_id, scheduled_time, "
@@ -251,6 +253,20 @@ class SqliteRow(sqlite3.Row):
             return self[name]
         except IndexError:
             raise AttributeError(name) from None
+
+
+def _column_properties() -> None:
+    # Reading ``row.run_id`` through __getattr__ first fails the normal lookup: the
+    # columns of the schema get C-level getters instead (the hot path reads ~100 per run).
+    from .schema import metadata
+
+    names = {c.name for table in metadata.tables.values() for c in table.columns}
+    for name in sorted(names):
+        if not hasattr(SqliteRow, name):
+            setattr(SqliteRow, name, property(operator.itemgetter(name)))
+
+
+_column_properties()
 
 
 class StoreTx:
