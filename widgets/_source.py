@@ -69,7 +69,9 @@ class RunSource:
 
     async def _fetch_events(self, after: int) -> list[HistoryEvent]:
         assert self.handle is not None
-        return [e async for e in self.handle.fetch_history_events(after_event_id=after, page_size=5000)]
+        return [
+            e async for e in self.handle.fetch_history_events(after_event_id=after, page_size=5000)
+        ]
 
     async def poll(
         self, after: int, *, attempts: bool | None = None
