@@ -234,6 +234,8 @@ def test_magics_print_status_lists_histories_and_replays(
         "await client.execute_workflow(Greeting.run, 'Cy', id='g-3', task_queue='notebook')",
     )
     capsys.readouterr()
+    # The result arrives as the run closes; the worker counts its task just after.
+    wait_for(lambda: kernel_ext.session().workers()[0].metrics["workflow_tasks_completed"] == 2)
 
     shell.run_line_magic("durable", "status")
     status = capsys.readouterr().out
