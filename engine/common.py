@@ -78,17 +78,19 @@ def duration_to_json(value: timedelta | float | None) -> str:
     if value is None:
         return "0s"
     # The same few timeouts are written for every activity and task: remember them.
-    if type(value) is float or type(value) is int:
-        text = _DURATION_TEXT.get(value)
+    kind = type(value)
+    if isinstance(value, float | int) and (kind is float or kind is int):
+        key = (kind, value)  # 10 and 10.0 may format apart (a float's rounding)
+        text = _DURATION_TEXT.get(key)
         if text is None:
             text = _duration_text(value)
             if len(_DURATION_TEXT) < 4096:
-                _DURATION_TEXT[value] = text
+                _DURATION_TEXT[key] = text
         return text
     return _duration_text(value)
 
 
-_DURATION_TEXT: dict[float, str] = {}
+_DURATION_TEXT: dict[tuple[type, float], str] = {}
 
 
 def _duration_text(value: timedelta | float) -> str:

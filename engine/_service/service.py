@@ -133,6 +133,7 @@ class Service(WorkflowTaskOps, ActivityOps):
             parent_initiated_event_id=req.parent_initiated_event_id,
             parent_started_event_id=None,
             parent_close_policy=req.parent_close_policy,
+            has_updates=0,
         )
         tx.insert_execution(**values)
         rs = RunState(tx, SimpleNamespace(**values), now)

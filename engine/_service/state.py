@@ -131,8 +131,9 @@ class RunState:
         #: on): a task started in the same transaction takes them from here, not the table.
         self.written: list[tuple[int, float, str, str]] = []
         self.first_new_event_id: int = row.next_event_id
-        #: Whether an update has ever been asked of the run (else none can be pending).
-        self.has_updates = bool(getattr(row, "has_updates", None))
+        #: Whether an update may be pending. Runs started since schema 7 say 0 until one
+        #: is asked for; older runs (NULL) are looked at every time, as before.
+        self.has_updates = getattr(row, "has_updates", None) != 0
         self._changes: dict[str, Any] = {}
         self._wft: Row | None = None
         self._wft_loaded = False

@@ -39,14 +39,15 @@ class Notifier:
 
     def notify(self, channel: str, message: Any = None) -> None:
         """Wake every waiter on ``channel`` (callable from any thread). A ``message`` is
-        kept for the waiters there are now (:meth:`message`); none clears an older one."""
+        kept for the waiters there are now (:meth:`message`), until a newer message."""
         with self._lock:
             # Values come from one increasing counter, so a channel forgotten and notified
             # again never repeats a generation a waiter may hold.
             self._counter += 1
             self._generations[channel] = self._counter
             waiters = self._waiters.pop(channel, set())
-            self._messages.pop(channel, None)
+            # Without a message the last one stays: a close is announced once, and its
+            # echo from the PostgreSQL listener carries none.
             if message is not None and waiters:
                 self._messages[channel] = message
                 if len(self._messages) > self.MAX_MESSAGES:
@@ -71,13 +72,15 @@ class Notifier:
             self.notify(channel, messages.get(channel) if messages else None)
 
     def message(self, channel: str) -> Any:
-        """What the last notification of ``channel`` carried to the waiters it woke, or
-        None (no message, forgotten, or a notification from another process)."""
+        """What the last notification of ``channel`` with a message carried to the
+        waiters it woke, or None (none, forgotten, or only notifications from other
+        processes). Only channels announced once (a run's close) carry messages."""
         with self._lock:
             return self._messages.get(channel)
 
-    async def wait(self, channel: str, timeout: float, since: int | None = None) -> bool:
-        """Wait until ``channel`` is notified (True) or ``timeout`` seconds pass (False).
+    async def wait(self, channel: str, timeout: float | None, since: int | None = None) -> bool:
+        """Wait until ``channel`` is notified (True) or ``timeout`` seconds pass (False;
+        ``None``: no timeout).
 
         With ``since``, return at once if the generation has moved past it.
         """
@@ -90,12 +93,15 @@ class Notifier:
             self._waiters[channel].add(entry)
         # A timer handle instead of asyncio.wait_for: this runs for every wait of every
         # poller and result, and wait_for costs a task and several callbacks each time.
-        timer = loop.call_later(timeout, _expire, fut)
+        timer: asyncio.TimerHandle | None = None
         try:
+            if timeout is not None:
+                timer = loop.call_later(timeout, _expire, fut)
             await fut
             return fut.result()
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
             with self._lock:
                 waiting = self._waiters.get(channel)
                 if waiting is not None:

@@ -258,6 +258,8 @@ class SqliteRow(sqlite3.Row):
 def _column_properties() -> None:
     # Reading ``row.run_id`` through __getattr__ first fails the normal lookup: the
     # columns of the schema get C-level getters instead (the hot path reads ~100 per run).
+    # A schema column the query did not select raises IndexError (not AttributeError), so
+    # rows are read for the columns their query names, never probed with getattr/hasattr.
     from .schema import metadata
 
     names = {c.name for table in metadata.tables.values() for c in table.columns}

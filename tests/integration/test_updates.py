@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from engine import ApplicationError, Client, Worker, activity, workflow
+from engine._store.tx import Q, StoreTx
 from engine.exceptions import WorkflowUpdateFailedError
 from engine.worker import Replayer
 
@@ -98,3 +99,34 @@ async def test_unknown_update_is_rejected(client: Client, task_queue: str) -> No
         with pytest.raises(WorkflowUpdateFailedError, match="no update handler 'nope'"):
             await handle.execute_update("nope")
         await handle.terminate()
+
+
+async def test_an_update_waiting_across_the_schema_upgrade_is_delivered(
+    client: Client, task_queue: str
+) -> None:
+    """Runs from before schema 7 have no update flag (NULL): their tasks keep looking."""
+    handle = await client.start_workflow(
+        Cart.run, id="upgrade-" + uuid.uuid4().hex, task_queue=task_queue
+    )
+    asking = asyncio.create_task(handle.execute_update(Cart.size, timeout=timedelta(seconds=20)))
+
+    def flag(tx: StoreTx) -> object:
+        row = tx._q(
+            Q("SELECT has_updates FROM dn_executions WHERE workflow_id = :w"), {"w": handle.id}
+        )
+        return row.fetchone()[0]
+
+    for _ in range(500):  # the update is recorded as asked for (no worker yet)
+        if await client.store.transaction(flag) == 1:
+            break
+        await asyncio.sleep(0.01)
+
+    def forget(tx: StoreTx) -> None:  # as migration 7 leaves an older run
+        sql = Q("UPDATE dn_executions SET has_updates = NULL WHERE workflow_id = :w")
+        tx._q(sql, {"w": handle.id})
+
+    await client.store.transaction(forget)
+    async with Worker(client, task_queue=task_queue, workflows=[Cart], activities=[reserve]):
+        assert await asyncio.wait_for(asking, 20) == 0
+        await handle.signal(Cart.close)
+        assert await handle.result() == []

@@ -292,3 +292,13 @@ def test_enum_values_match_temporalio() -> None:
         ("WAIT_CANCELLATION_COMPLETED", 1),
         ("ABANDON", 2),
     ]
+
+
+def test_duration_texts_are_remembered_per_type() -> None:
+    from engine.common import duration_to_json
+
+    big = 4_612_342_319  # large enough for the float to round differently from the int
+    assert duration_to_json(float(big)) == duration_to_json(float(big))
+    assert duration_to_json(big) == f"{big}s"
+    assert duration_to_json(-0.0) == duration_to_json(0) == "0s"
+    assert duration_to_json(1.5) == "1.500s" and duration_to_json(10) == "10s"
