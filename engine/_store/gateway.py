@@ -14,6 +14,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -49,6 +50,8 @@ class Store:
         self._closed = False
         self._users = 0
         self._lock = threading.Lock()
+        #: Marks this store's PostgreSQL notifications, so its listener skips its own.
+        self._token = uuid.uuid4().hex
 
     def open(self) -> None:
         """Connect and migrate (blocking). Raises clear errors for unreachable databases."""
@@ -64,7 +67,7 @@ class Store:
                 "server is running and the URL (host, port, user, database) is right."
             ) from err
         if self.postgres:
-            self._listener = PostgresListener(self.url, self.notifier.notify)
+            self._listener = PostgresListener(self.url, self._remote_notify)
             self._listener.start()
         else:
             self._writer = _BatchingWriter(self)
@@ -99,7 +102,7 @@ class Store:
                         for channel in tx.wakeups:
                             conn.execute(
                                 sa.text("SELECT pg_notify(:c, :p)"),
-                                {"c": NOTIFY_CHANNEL, "p": channel},
+                                {"c": NOTIFY_CHANNEL, "p": f"{self._token}:{channel}"},
                             )
             except DBAPIError as err:
                 retry = self._classify(err.orig or err, attempt, err.connection_invalidated)
@@ -123,6 +126,17 @@ class Store:
             self.notifier.notify_many(tx.wakeups, tx.messages)
             return result
         raise AssertionError("unreachable")
+
+    def _remote_notify(self, payload: str) -> None:
+        """A wake-up from PostgreSQL: ``<store token>:<channel>``. This store's own are
+        skipped: they were notified here at commit, with their messages."""
+        token, sep, channel = payload.partition(":")
+        if sep and len(token) == 32 and all(c in "0123456789abcdef" for c in token):
+            if token == self._token:
+                return
+            self.notifier.notify(channel)
+        else:  # a process of an older release: the whole payload is the channel
+            self.notifier.notify(payload)
 
     def _classify(self, err: BaseException, attempt: int, connection_lost: bool) -> bool:
         """Whether a failed transaction should simply be run again."""
