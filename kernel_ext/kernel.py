@@ -94,7 +94,7 @@ def _install_view(ipython: Any) -> None:
     # IPython's ipython_display formatter takes over whenever a type is registered with
     # it, so it is registered only while a view is set.
     formatter = ipython.display_formatter.ipython_display_formatter
-    if _handle_view is None or (not _view_chosen and not _has_widget_frontend()):
+    if _active_view() is None:
         formatter.pop(WorkflowHandle, None)
     else:
         formatter.for_type(WorkflowHandle, _rich)
@@ -129,8 +129,8 @@ def _rich(handle: WorkflowHandle) -> None:
     """
     from IPython.display import display as ipy_display
 
-    factory = _handle_view
-    if factory is None or (not _view_chosen and not _has_widget_frontend()):
+    factory = _active_view()
+    if factory is None:
         _publish_summary(handle)
         return
     try:
@@ -144,6 +144,14 @@ def _rich(handle: WorkflowHandle) -> None:
         previous.close()
     _shown[key] = view
     ipy_display(view)  # type: ignore[no-untyped-call]
+
+
+def _active_view() -> display.HandleView | None:
+    """The view handles show through: the one set, or the default live view when a front
+    end that renders widgets is there; None for the summary."""
+    if _handle_view is None or (not _view_chosen and not _has_widget_frontend()):
+        return None
+    return _handle_view
 
 
 def _has_widget_frontend() -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -18,11 +19,13 @@ from typing import Any, TypeVar
 
 __all__ = [
     "IDLE_AFTER",
+    "MAX_FAILURES",
     "THREAD_NAME",
     "Subscription",
     "Views",
     "call",
     "live_thread",
+    "refresh_loop",
     "subscribe",
     "subscriptions",
 ]
@@ -33,6 +36,10 @@ T = TypeVar("T")
 THREAD_NAME = "durable-widgets"
 #: Seconds after the last front-end view of a widget went away before its refresh pauses.
 IDLE_AFTER = 10.0
+#: Consecutive failed reads after which a live widget stops refreshing and says so.
+MAX_FAILURES = 5
+
+log = logging.getLogger("widgets")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -217,8 +224,8 @@ class Views:
     is never idle.
     """
 
-    def __init__(self, idle_after: float = IDLE_AFTER) -> None:
-        self.idle_after = idle_after
+    def __init__(self, idle_after: float | None = None) -> None:
+        self.idle_after = IDLE_AFTER if idle_after is None else idle_after
         self.open = 0
         self.seen = False
         self._since = time.monotonic()
@@ -243,3 +250,57 @@ class Views:
             return (
                 self.seen and self.open == 0 and time.monotonic() - self._since >= self.idle_after
             )
+
+
+async def refresh_loop(
+    read: Callable[[], Awaitable[T]],
+    apply: Callable[[T], bool],
+    *,
+    interval: float,
+    views: Views,
+    on_error: Callable[[str, bool], None],
+    name: str,
+    what: str = "",
+    fatal: tuple[type[BaseException], ...] = (),
+) -> None:
+    """What every live widget runs on the widgets' loop: every ``interval`` seconds
+    ``apply(await read())``, until ``apply`` returns False.
+
+    While no front-end view is open (``views``) nothing is read. A failed read is shown
+    through ``on_error(message, stopped)`` (``what`` opens the reason) and retried after a
+    growing pause; after :data:`MAX_FAILURES` in a row, or an error of a ``fatal`` type,
+    the refresh stops (``stopped=True``). A read that works again clears the message
+    (``on_error("", False)``). A failing ``apply`` (a view bug) stops it too, saying so.
+    """
+    failures = 0
+    while True:
+        if views.idle():
+            await asyncio.sleep(interval)
+            continue
+        try:
+            value = await read()
+        except Exception as err:
+            failures += 1
+            stop = isinstance(err, fatal) or failures >= MAX_FAILURES
+            log.warning("refresh of %s failed (%d in a row): %s", name, failures, err)
+            message = f"live refresh {'stopped' if stop else 'failed'}: {what}"
+            message += str(err) or type(err).__name__
+            if not stop:
+                message += f" (retrying, {failures} of {MAX_FAILURES})"
+            on_error(message, stop)
+            if stop:
+                return
+            await asyncio.sleep(interval * 2**failures)
+            continue
+        if failures:
+            failures = 0
+            on_error("", False)
+        try:
+            going = apply(value)
+        except Exception as err:
+            log.exception("refresh of %s could not show what it read", name)
+            on_error(f"live refresh stopped: {type(err).__name__}: {err}", True)
+            return
+        if not going:
+            return
+        await asyncio.sleep(interval)

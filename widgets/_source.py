@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import threading
 from collections.abc import Callable
 from datetime import timedelta
@@ -15,8 +13,6 @@ from engine.exceptions import WorkflowNotFoundError
 from . import _live
 
 __all__ = ["LiveRunView", "RunSource", "closing_subscription"]
-
-log = logging.getLogger("widgets")
 
 
 class RunSource:
@@ -84,10 +80,6 @@ class RunSource:
         return events, await self.handle.fetch_attempts() if want else None
 
 
-#: Consecutive failed reads after which a live view stops and says so.
-MAX_FAILURES = 5
-
-
 def closing_subscription(
     source: RunSource,
     last_event_id: Callable[[], int],
@@ -99,55 +91,31 @@ def closing_subscription(
     on_error: Callable[[str, bool], None],
     want_attempts: Callable[[], bool] | None = None,
 ) -> _live.Subscription | None:
-    """Follow ``source`` on the widgets' loop: every ``interval`` seconds hand new events
-    and attempts to ``apply`` (which returns False to stop, e.g. once the run closed).
-
-    While no front-end view is open (``views``), nothing is read. A failed read is
-    reported through ``on_error(message, stopped)`` and retried with a growing pause;
-    after :data:`MAX_FAILURES` in a row, or when the run is gone, the refresh stops
-    (``stopped=True``). A read that works again clears the message (``on_error("", False)``).
-    """
+    """Follow ``source`` on the widgets' loop (:func:`_live.refresh_loop`): new events and
+    attempts go to ``apply`` until it returns False (the run closed); a run that is gone
+    stops the refresh at once."""
     if not source.live:
         return None
 
-    async def refresh() -> None:
-        failures = 0
-        while True:
-            if views.idle():
-                await asyncio.sleep(interval)
-                continue
-            try:
-                events, attempts = await source.poll(
-                    last_event_id(), attempts=want_attempts() if want_attempts else None
-                )
-            except Exception as err:
-                failures += 1
-                gone = isinstance(err, WorkflowNotFoundError)
-                stop = gone or failures >= MAX_FAILURES
-                log.warning("refresh of %s failed (%d in a row): %s", name, failures, err)
-                on_error(
-                    f"live refresh {'stopped' if stop else 'failed'}: {err}"
-                    + ("" if stop else f" (retrying, {failures} of {MAX_FAILURES})"),
-                    stop,
-                )
-                if stop:
-                    return
-                await asyncio.sleep(interval * 2**failures)
-                continue
-            if failures:
-                failures = 0
-                on_error("", False)
-            try:
-                going = apply(events, attempts)
-            except Exception as err:  # a view bug: say so rather than freeze silently
-                log.exception("refresh of %s could not show new events", name)
-                on_error(f"live refresh stopped: {type(err).__name__}: {err}", True)
-                return
-            if not going:
-                return
-            await asyncio.sleep(interval)
+    async def read() -> tuple[list[HistoryEvent], list[dict[str, Any]] | None]:
+        want = want_attempts() if want_attempts else None
+        return await source.poll(last_event_id(), attempts=want)
 
-    return _live.subscribe(refresh, name)
+    def show(polled: tuple[list[HistoryEvent], list[dict[str, Any]] | None]) -> bool:
+        return apply(*polled)
+
+    return _live.subscribe(
+        lambda: _live.refresh_loop(
+            read,
+            show,
+            interval=interval,
+            views=views,
+            on_error=on_error,
+            name=name,
+            fatal=(WorkflowNotFoundError,),
+        ),
+        name,
+    )
 
 
 class LiveRunView:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
 import threading
 from collections import Counter
@@ -20,7 +19,7 @@ import traitlets
 from engine import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from . import _live
-from ._source import MAX_FAILURES, seconds
+from ._source import seconds
 from .history_view import HistoryView
 from .models import STATUS_COLOURS
 
@@ -34,7 +33,6 @@ __all__ = [
     "with_status",
 ]
 
-log = logging.getLogger("widgets")
 
 STATIC = Path(__file__).parent / "static"
 
@@ -224,7 +222,7 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
         self._open_failed = False
         self._refresh_error = ""  # what the live refresh last put in the table's error
         self._closed = False
-        self._views = _live.Views(_live.IDLE_AFTER)  # the table's open front-end views
+        self._views = _live.Views()  # the table's open front-end views
         self.table = ExecutionTable(page_size=page_size)
         self.detail = ipywidgets.VBox()
         super().__init__(children=[self.table, self.detail], **kwargs)
@@ -362,54 +360,50 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
     async def _refresh(self) -> None:
         # Counting takes a query of up to count_limit rows (unless the first page holds
         # every match): the live refresh does it every COUNT_INTERVAL, not at every tick.
-        # While no view of the table is open nothing is read (and nothing counted).
         loop = asyncio.get_running_loop()
         counted_at = loop.time()
-        failures = 0
         await asyncio.sleep(self._interval)  # the constructor has just read the page
-        while True:
-            if self._views.idle():
-                await asyncio.sleep(self._interval)
-                continue
+
+        async def read() -> tuple[int, Any]:
+            nonlocal counted_at
             with self._lock:
                 generation, query, token = self._generation, self._applied, self._tokens[-1]
                 count = loop.time() - counted_at >= COUNT_INTERVAL
                 counts = None if count else self._counts
-            try:
-                page = await self._fetch(query, token, counts)
-            except Exception as err:
-                failures += 1
-                stop = failures >= MAX_FAILURES
-                log.warning("refresh of the execution list failed (%d in a row): %s", failures, err)
-                message = f"live refresh {'stopped' if stop else 'failed'}: " + (
-                    str(err) or type(err).__name__
-                )
-                if not stop:
-                    message += f" (retrying, {failures} of {MAX_FAILURES})"
-                self._refresh_failed(message, stop)
-                if stop:
-                    return
-                await asyncio.sleep(self._interval * 2**failures)
-                continue
+            page = await self._fetch(query, token, counts)
             if count:
                 counted_at = loop.time()
+            return generation, page
+
+        def show(read_back: tuple[int, Any]) -> bool:
+            generation, page = read_back
             with self._lock:
-                if not self._closed:
-                    if self._refresh_error and self.table.error == self._refresh_error:
-                        self.table.error = ""  # reads work again
-                    if generation == self._generation:
-                        self._show(page)
-                self._refresh_error = ""
-            failures = 0
-            await asyncio.sleep(self._interval)
+                if not self._closed and generation == self._generation:
+                    self._show(page)  # else the filter or page changed meanwhile
+            return True
+
+        await _live.refresh_loop(
+            read,
+            show,
+            interval=self._interval,
+            views=self._views,
+            on_error=self._refresh_failed,
+            name="the execution list",
+        )
 
     def _refresh_failed(self, message: str, stopped: bool) -> None:
-        """Show a failed read of the live refresh (and that it stopped)."""
+        """Show a failed read of the live refresh (and that it stopped); ``""``: reads
+        work again, so clear what the refresh showed (not a bad filter's message)."""
         with self._lock:
             if self._closed:
                 return
             with self.table.hold_sync():
-                self.table.error = self._refresh_error = message
+                if not message:
+                    if self._refresh_error and self.table.error == self._refresh_error:
+                        self.table.error = ""
+                else:
+                    self.table.error = message
+                self._refresh_error = message
                 if stopped:
                     self.table.live = False
 

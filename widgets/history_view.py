@@ -77,8 +77,6 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
         self._source = RunSource(source, attempts=False)
         self._model = HistoryModel(self._source.events)
         super().__init__(mode=mode, window_size=window_size, **kwargs)
-        self._failures = 0
-        self._count_failures(self._model.events)
         with self.hold_sync():
             self._update_header()
             self._update_rows()
@@ -107,11 +105,6 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
         """The view model behind the table (events, compact rows)."""
         return self._model
 
-    def _count_failures(self, events: list[HistoryEvent]) -> None:
-        from .models import is_failure
-
-        self._failures += sum(1 for e in events if is_failure(e.event_type))
-
     def _update_header(self) -> None:
         model, source = self._model, self._source
         workflow_type = ""
@@ -122,7 +115,7 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
         self.title = " · ".join(p for p in parts if p)
         self.status = status
         self.event_count = len(model.events)
-        self.failure_count = self._failures
+        self.failure_count = model.failures
         self.total = model.count(self.mode)
 
     def _update_rows(self) -> None:
@@ -152,7 +145,6 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
                 window_end = self.window_start + self.window_size
                 before = self.total
                 self._model.extend(events)
-                self._count_failures(events)
                 with self.hold_sync():
                     self._update_header()
                     # Rows already in the window may have changed (compact rows gain

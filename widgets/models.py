@@ -301,6 +301,9 @@ class HistoryModel:
         self._compact: list[CompactRow] = []
         self._row_of: dict[int, CompactRow] = {}
         self._workflow_row: CompactRow | None = None
+        #: Events that record something going wrong (see :func:`is_failure`).
+        self.failures = 0
+        self._open_activities = 0
         self.extend(events)
 
     # -- growing ------------------------------------------------------------------------
@@ -329,6 +332,7 @@ class HistoryModel:
                 continue
             self.events.append(event)
             self._by_id[event.event_id] = event
+            self.failures += is_failure(event.event_type)
             self._group(event)
             added += 1
         return added
@@ -360,6 +364,7 @@ class HistoryModel:
         if kind == "ActivityTaskScheduled":
             row = self._new_row(event, "activity", _name(a.get("activityType")), "scheduled")
             row.attempts = 0
+            self._open_activities += 1
             return
         if kind == "TimerStarted":
             label = f"timer {a.get('timerId', '')} ({a.get('startToFireTimeout', '?')})"
@@ -410,6 +415,8 @@ class HistoryModel:
         if kind == "ActivityTaskStarted":
             target.attempts = _int(a.get("attempt")) or 1
         if kind.endswith(("Completed", "Failed", "TimedOut", "Canceled", "Fired", "Terminated")):
+            if target.kind == "activity" and target.end is None:
+                self._open_activities -= 1
             target.end = self._offset(event)
             target.failed = is_failure(kind) or status == "failed"
             target.summary = event_summary(event) or target.summary
@@ -440,9 +447,7 @@ class HistoryModel:
 
     def activities_open(self) -> bool:
         """Whether an activity is scheduled or running (its attempts may still change)."""
-        return any(
-            r.kind == "activity" and r.status in ("scheduled", "running") for r in self._compact
-        )
+        return self._open_activities > 0
 
     def compact(self) -> list[CompactRow]:
         """Every compact row (live objects: read, do not change)."""

@@ -17,7 +17,7 @@ import traitlets
 from engine import Worker
 
 from . import _live
-from ._source import MAX_FAILURES, seconds
+from ._source import seconds
 
 __all__ = ["MonitorRow", "WorkerMonitor", "monitor_rows"]
 
@@ -217,7 +217,7 @@ class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
         self._worker = worker
         self._previous: dict[str, Any] | None = None
         self._previous_at = 0.0
-        self._views = _live.Views(_live.IDLE_AFTER)  # the open front-end views
+        self._views = _live.Views()  # the open front-end views
         super().__init__(
             title=f"Worker · task queue {worker.task_queue}",
             workflow_types=worker.workflow_types,
@@ -272,36 +272,26 @@ class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
         self._views.message(content)
 
     async def _refresh(self) -> None:
-        failures = 0
         await asyncio.sleep(self._interval)  # the constructor has just read them
-        while True:
-            if self._views.idle():
-                await asyncio.sleep(self._interval)
-                continue
-            try:
-                self.update()
-            except Exception as err:
-                failures += 1
-                stop = failures >= MAX_FAILURES
-                log.warning("worker metrics read failed (%d in a row): %s", failures, err)
-                message = (
-                    f"live refresh {'stopped' if stop else 'failed'}: could not read the "
-                    f"worker's metrics: {str(err) or type(err).__name__}"
-                )
-                if not stop:
-                    message += f" (retrying, {failures} of {MAX_FAILURES})"
-                with self.hold_sync():
-                    self.error = message
-                    if stop:
-                        self.live = False
-                if stop:
-                    return
-                await asyncio.sleep(self._interval * 2**failures)
-                continue
-            if failures:
-                failures = 0
-                self.error = ""  # reads work again
-            await asyncio.sleep(self._interval)
+
+        async def read() -> None:
+            self.update()
+
+        await _live.refresh_loop(
+            read,
+            lambda _: True,
+            interval=self._interval,
+            views=self._views,
+            on_error=self._refresh_failed,
+            name=f"worker metrics of {self._worker.task_queue}",
+            what="could not read the worker's metrics: ",
+        )
+
+    def _refresh_failed(self, message: str, stopped: bool) -> None:
+        with self.hold_sync():
+            self.error = message
+            if stopped:
+                self.live = False
 
     def close(self) -> None:
         """Stop the refresh and close the widget."""

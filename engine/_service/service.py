@@ -535,19 +535,6 @@ class Service(WorkflowTaskOps, ActivityOps):
 
         return await self.store.transaction(fn)
 
-    async def close_event(self, run_id: str) -> HistoryEvent | None:
-        """The last event of a run (its closing event once closed)."""
-
-        def fn(tx: StoreTx) -> HistoryEvent | None:
-            row = tx.close_event(run_id) or tx.last_event(run_id)
-            if row is None:
-                return None
-            return HistoryEvent(
-                row.event_id, row.event_time, row.event_type, json.loads(row.attributes)
-            )
-
-        return await self.store.transaction(fn)
-
     async def describe(self, namespace: str, workflow_id: str, run_id: str | None) -> Description:
         """Run row plus pending work."""
         return await self.store.transaction(self._describe, namespace, workflow_id, run_id)

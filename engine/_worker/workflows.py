@@ -387,20 +387,14 @@ def _check_command_sizes(commands: list[cmd.Command]) -> None:
     total = 0
     carried: list[dict[str, object]] = []
     for command in commands:
-        payloads: list[dict[str, object]] = []
-        if isinstance(command, cmd.ScheduleActivityTask):
-            payloads = command.input
-        elif isinstance(command, cmd.CompleteWorkflowExecution):
-            payloads = command.result
-        elif isinstance(command, cmd.ContinueAsNewWorkflowExecution):
-            payloads = command.input
+        payloads, what = _payloads_of(command)
         if not payloads:
             continue
         size = sum(_json_payload_size(p) for p in payloads)
         total += size
         carried += payloads
         if size > MAX_PAYLOAD_BYTES:
-            check_payloads_size([Payload.from_json(p) for p in payloads], what=_what(command))
+            check_payloads_size([Payload.from_json(p) for p in payloads], what=what)
     if total > MAX_TRANSACTION_BYTES:
         check_payloads_size(
             [Payload.from_json(p) for p in carried],
@@ -409,14 +403,15 @@ def _check_command_sizes(commands: list[cmd.Command]) -> None:
         )
 
 
-def _what(command: cmd.Command) -> str:
+def _payloads_of(command: cmd.Command) -> tuple[list[dict[str, object]], str]:
+    """The payloads a command carries, and how an error names them."""
     if isinstance(command, cmd.ScheduleActivityTask):
-        return f"input of activity {command.activity_type}"
+        return command.input, f"input of activity {command.activity_type}"
     if isinstance(command, cmd.CompleteWorkflowExecution):
-        return "workflow result"
+        return command.result, "workflow result"
     if isinstance(command, cmd.ContinueAsNewWorkflowExecution):
-        return "continue-as-new input"
-    return command.describe()
+        return command.input, "continue-as-new input"
+    return [], ""
 
 
 def _b64_size(text: object) -> int:

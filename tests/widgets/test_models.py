@@ -213,3 +213,17 @@ def test_failed_updates_and_histories_with_gaps() -> None:
     assert model.index_of(4, "full") == -1 and model.index_of(99, "full") == -1
     assert model.detail("compact", 1).startswith("#5 WorkflowExecutionUpdateAccepted")
     assert model.detail("full", 7) == "" and model.detail("compact", -1) == ""
+
+
+def test_open_activities_and_failures_are_counted_as_events_arrive() -> None:
+    events = _synthetic(2)  # started, then scheduled/started/completed twice
+    model = HistoryModel(events[:3])  # the first activity scheduled and started
+    assert model.activities_open() and model.failures == 0
+    model.extend(events[3:5])  # it completes; the second is scheduled
+    assert model.activities_open()
+    model.extend(events[5:])
+    assert not model.activities_open()
+    failed = HistoryModel(
+        _load(SHARED_DATA / "temporal_history_activity_failed_workflow_failed.json").events
+    )
+    assert failed.failures == sum(is_failure(e.event_type) for e in failed.events) >= 2
