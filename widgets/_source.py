@@ -11,8 +11,9 @@ from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
 from engine.exceptions import WorkflowNotFoundError
 
 from . import _live
+from .models import CLOSE_EVENTS, HistoryModel
 
-__all__ = ["LiveRunView", "RunSource", "closing_subscription"]
+__all__ = ["LiveRunView", "RunSource"]
 
 
 class RunSource:
@@ -51,8 +52,6 @@ class RunSource:
     def live(self) -> bool:
         """Whether there was anything to follow when the view was made (a handle of a run
         not closed then); the views track the close themselves."""
-        from .models import CLOSE_EVENTS
-
         return self.handle is not None and not (
             self.events and self.events[-1].event_type in CLOSE_EVENTS
         )
@@ -80,44 +79,6 @@ class RunSource:
         return events, await self.handle.fetch_attempts() if want else None
 
 
-def closing_subscription(
-    source: RunSource,
-    last_event_id: Callable[[], int],
-    apply: Callable[[list[HistoryEvent], list[dict[str, Any]] | None], bool],
-    interval: float,
-    name: str,
-    *,
-    views: _live.Views,
-    on_error: Callable[[str, bool], None],
-    want_attempts: Callable[[], bool] | None = None,
-) -> _live.Subscription | None:
-    """Follow ``source`` on the widgets' loop (:func:`_live.refresh_loop`): new events and
-    attempts go to ``apply`` until it returns False (the run closed); a run that is gone
-    stops the refresh at once."""
-    if not source.live:
-        return None
-
-    async def read() -> tuple[list[HistoryEvent], list[dict[str, Any]] | None]:
-        want = want_attempts() if want_attempts else None
-        return await source.poll(last_event_id(), attempts=want)
-
-    def show(polled: tuple[list[HistoryEvent], list[dict[str, Any]] | None]) -> bool:
-        return apply(*polled)
-
-    return _live.subscribe(
-        lambda: _live.refresh_loop(
-            read,
-            show,
-            interval=interval,
-            views=views,
-            on_error=on_error,
-            name=name,
-            fatal=(WorkflowNotFoundError,),
-        ),
-        name,
-    )
-
-
 class LiveRunView:
     """What the live run views (HistoryView, Timeline) share, mixed into their widget
     class: the lock between the browser's changes and the refresh, the views the front
@@ -125,10 +86,47 @@ class LiveRunView:
 
     _lock: threading.RLock
     _views: _live.Views
+    _source: RunSource
+    _model: HistoryModel
     # Set before anything can fail, so close() (also run by __del__) always works.
     _subscription: _live.Subscription | None = None
     error: str
     live: bool
+
+    #: Each view's: show new events and attempts; False once there is nothing to follow.
+    _apply: Callable[[list[HistoryEvent], list[dict[str, Any]] | None], bool]
+
+    def _follow(
+        self, name: str, interval: float, want_attempts: Callable[[], bool] | None = None
+    ) -> None:
+        """Follow the run on the widgets' loop (:func:`_live.refresh_loop`) if it is open:
+        new events (and attempts, while ``want_attempts()``) go to :meth:`_apply` until it
+        returns False (the run closed); a run that is gone stops the refresh at once."""
+        self._views = _live.Views()
+        self.on_msg(self._on_message)  # type: ignore[attr-defined]
+        if not self._source.live:
+            return
+        source, model = self._source, self._model
+
+        async def read() -> tuple[list[HistoryEvent], list[dict[str, Any]] | None]:
+            want = want_attempts() if want_attempts else None
+            return await source.poll(model.last_event_id, attempts=want)
+
+        def show(polled: tuple[list[HistoryEvent], list[dict[str, Any]] | None]) -> bool:
+            return self._apply(*polled)
+
+        self._subscription = _live.subscribe(
+            lambda: _live.refresh_loop(
+                read,
+                show,
+                interval=interval,
+                views=self._views,
+                on_error=self._on_refresh_error,
+                name=name,
+                fatal=(WorkflowNotFoundError,),
+            ),
+            name,
+        )
 
     def set_state(self, sync_data: dict[str, Any]) -> None:
         # Changes from the browser arrive on the kernel's thread; the refresh writes on

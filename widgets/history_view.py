@@ -12,8 +12,7 @@ import traitlets
 
 from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
 
-from . import _live
-from ._source import LiveRunView, RunSource, closing_subscription, seconds
+from ._source import LiveRunView, RunSource, seconds
 from .models import HistoryModel
 
 __all__ = ["HistoryView"]
@@ -83,17 +82,7 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
             self.live = self._source.live
         self.observe(self._on_view_change, names=["mode", "window_start", "window_size"])
         self.observe(self._on_select, names=["selected"])
-        self._views = _live.Views()
-        self.on_msg(self._on_message)
-        self._subscription = closing_subscription(
-            self._source,
-            lambda: self._model.last_event_id,
-            self._apply,
-            interval,
-            f"history {self._source.workflow_id}",
-            views=self._views,
-            on_error=self._on_refresh_error,
-        )
+        self._follow(f"history {self._source.workflow_id}", interval)
 
     def __repr__(self) -> str:
         return f"<HistoryView {self.title} · {self.status} · {self.event_count} events>"

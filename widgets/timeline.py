@@ -12,8 +12,7 @@ import traitlets
 
 from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
 
-from . import _live
-from ._source import LiveRunView, RunSource, closing_subscription, seconds
+from ._source import LiveRunView, RunSource, seconds
 from .models import STATUS_COLOURS, HistoryModel, TimelineData, timeline
 
 __all__ = ["Timeline"]
@@ -61,19 +60,8 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
         with self.hold_sync():
             self._redraw()
             self.live = self._source.live
-        self._views = _live.Views()
-        self.on_msg(self._on_message)
-        self._subscription = closing_subscription(
-            self._source,
-            lambda: self._model.last_event_id,
-            self._apply,
-            interval,
-            f"timeline {self._source.workflow_id}",
-            views=self._views,
-            on_error=self._on_refresh_error,
-            # Attempts change only while an activity is scheduled or running.
-            want_attempts=self._model.activities_open,
-        )
+        # Attempts change only while an activity is scheduled or running.
+        self._follow(f"timeline {self._source.workflow_id}", interval, self._model.activities_open)
 
     def __repr__(self) -> str:
         lanes = len(self.data.get("lanes", []))

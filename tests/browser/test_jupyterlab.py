@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -30,17 +29,8 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from .chromium import ARTIFACTS, free_port, launch, require_chromium
+
 TOKEN = "jupyterlab-browser-test-token"
 NOTEBOOK = "durable-lab.ipynb"
 TIMEOUT_MS = 30_000  # the longest wait for any one thing to appear in the page
@@ -216,12 +206,6 @@ def _write_notebook(path: Path) -> None:
     path.write_text(json.dumps(notebook, indent=1))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -276,8 +260,7 @@ def _stop(proc: subprocess.Popen[bytes], lab: Lab) -> None:
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[Lab]:
     """``jupyter lab`` on loopback with a token; its store is the extension's default."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    require_chromium()
     root = tmp_path / "root"
     root.mkdir()
     settings = tmp_path / "lab-settings"
@@ -285,7 +268,7 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
         target = settings / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(value))
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
@@ -355,7 +338,7 @@ def test_notebook_widgets_and_web_ui_in_jupyterlab(lab: Lab) -> None:
         page.screenshot(path=str(ARTIFACTS / f"jupyterlab-{name}.png"))
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch(pw)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(TIMEOUT_MS)
         page.add_init_script(MARK_PAGE_ERRORS)

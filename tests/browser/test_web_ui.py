@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,17 +22,8 @@ import pytest
 
 from engine import Client, Worker, activity, workflow
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from .chromium import ARTIFACTS, free_port, launch, require_chromium
+
 TOKEN = "browser-test-token"
 
 
@@ -110,20 +100,13 @@ async def _populate(url: str) -> None:
             await _until_event(swap, "WorkflowTaskFailed")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
     """A ``jupyter server`` on loopback with the extension on a fresh store; its URL."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    require_chromium()
     db_url = f"sqlite:///{tmp_path / 'durable.db'}"
     asyncio.run(_populate(db_url))
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DURABLE_DATABASE_URL": db_url,
@@ -181,7 +164,7 @@ def test_list_then_execution_page(server: str) -> None:
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch(pw)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             errors: list[str] = []
