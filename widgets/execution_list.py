@@ -9,7 +9,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -20,6 +19,7 @@ from engine import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from . import _live
 from ._source import seconds
+from ._static import CSS, esm
 from .history_view import HistoryView
 from .models import STATUS_COLOURS
 
@@ -33,8 +33,6 @@ __all__ = [
     "with_status",
 ]
 
-
-STATIC = Path(__file__).parent / "static"
 
 #: The statuses in the order their chips appear.
 STATUSES = [s.name.lower() for s in WorkflowExecutionStatus]
@@ -152,8 +150,8 @@ class ExecutionTable(anywidget.AnyWidget):  # type: ignore[misc]
     :class:`ExecutionList` that owns it does the rest.
     """
 
-    _esm = STATIC / "execution_list.js"
-    _css = STATIC / "widgets.css"
+    _esm = esm("execution_list.js")
+    _css = CSS
 
     query = traitlets.Unicode("").tag(sync=True)
     applied_query = traitlets.Unicode("").tag(sync=True)

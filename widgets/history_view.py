@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -13,11 +12,11 @@ import traitlets
 from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
 
 from ._source import LiveRunView, RunSource, seconds
+from ._static import CSS, esm
 from .models import HistoryModel
 
 __all__ = ["HistoryView"]
 
-STATIC = Path(__file__).parent / "static"
 MODES = ("compact", "full")
 
 
@@ -36,8 +35,8 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
     if the database cannot be read, and stops for good with :meth:`close`.
     """
 
-    _esm = STATIC / "history_view.js"
-    _css = STATIC / "widgets.css"
+    _esm = esm("history_view.js")
+    _css = CSS
 
     title = traitlets.Unicode("").tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)

@@ -21,6 +21,7 @@ from typing import Any
 from engine import HistoryEvent, NondeterminismError
 from engine.worker import Snapshot
 
+from ._static import CSS
 from .models import event_summary, is_failure
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
     "style_html",
 ]
 
-CSS_FILE = Path(__file__).parent / "static" / "widgets.css"
 
 #: The most source lines shown at once (the function around the current line).
 MAX_SOURCE_LINES = 40
@@ -56,7 +56,7 @@ def style_html() -> str:
     stepper puts it inline once; every rule in it is scoped by a ``dn-`` class.
     """
     try:
-        css = CSS_FILE.read_text()
+        css = CSS.read_text()
     except OSError:  # an installation without the static folder still works, unstyled
         return ""
     # A stylesheet never holds "</", but nothing may end the <style> element early.

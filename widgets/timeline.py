@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -13,11 +12,10 @@ import traitlets
 from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
 
 from ._source import LiveRunView, RunSource, seconds
+from ._static import CSS, esm
 from .models import STATUS_COLOURS, HistoryModel, TimelineData, timeline
 
 __all__ = ["Timeline"]
-
-STATIC = Path(__file__).parent / "static"
 
 
 class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
@@ -30,8 +28,8 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
     matplotlib for static output (printed notes, nbval, exported notebooks).
     """
 
-    _esm = STATIC / "timeline.js"
-    _css = STATIC / "widgets.css"
+    _esm = esm("timeline.js")
+    _css = CSS
 
     title = traitlets.Unicode("").tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)

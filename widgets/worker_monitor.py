@@ -8,7 +8,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -18,12 +17,12 @@ from engine import Worker
 
 from . import _live
 from ._source import seconds
+from ._static import CSS, esm
 
 __all__ = ["MonitorRow", "WorkerMonitor", "monitor_rows"]
 
 log = logging.getLogger("widgets")
 
-STATIC = Path(__file__).parent / "static"
 
 #: The groups of rows, in the order the widget shows them.
 GROUPS = {
@@ -196,8 +195,8 @@ class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
     row the refresh stops and says so. :meth:`close` stops it.
     """
 
-    _esm = STATIC / "worker_monitor.js"
-    _css = STATIC / "widgets.css"
+    _esm = esm("worker_monitor.js")
+    _css = CSS
 
     title = traitlets.Unicode("").tag(sync=True)
     running = traitlets.Bool(False).tag(sync=True)

@@ -35,6 +35,7 @@ def test_pip_install_enables_the_server_extension(tmp_path: Path) -> None:
         "widgets/static/timeline.js",
         "widgets/static/execution_list.js",
         "widgets/static/worker_monitor.js",
+        "widgets/static/common.js",
         "widgets/static/widgets.css",
     ):
         assert name in names, f"{name} is missing from {wheel.name}"

@@ -1,17 +1,6 @@
 // ExecutionList front end: filter box, status chips with counts, one page of runs, pager.
 // Paging tokens stay in the kernel: the buttons only ask for the next or previous page.
 
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined) node.append(c);
-  return node;
-}
-
 const COLOURS = {
   running: "#1971c2", completed: "#2b8a3e", failed: "#e03131", canceled: "#868e96",
   terminated: "#495057", continued_as_new: "#7048e8", timed_out: "#c2255c",
@@ -173,15 +162,10 @@ function render({ model, el }) {
   renderCounts();
   renderRows();
   renderState();
-  // The kernel reads nothing for the live refresh while no view is open.
-  model.send({ type: "view", open: true });
+  tell(model, true); // the kernel reads nothing for a live refresh while no view is open
   return () => {
     for (const [name, fn] of Object.entries(handlers)) model.off(`change:${name}`, fn);
-    try {
-      model.send({ type: "view", open: false });
-    } catch (err) {
-      // The kernel or the widget is already gone: nothing to tell.
-    }
+    tell(model, false);
   };
 }
 

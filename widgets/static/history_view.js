@@ -2,17 +2,6 @@
 const ROW_H = 26; // px: every row has the same height, so scrolling needs no measuring
 const VISIBLE = 14; // rows in view
 
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined) node.append(c);
-  return node;
-}
-
 function seconds(s) {
   if (s === null || s === undefined) return "";
   if (s < 1) return `+${(s * 1000).toFixed(0)} ms`;
@@ -59,15 +48,6 @@ const HEADERS = {
 };
 
 let views = 0;
-
-// Say whether this view is on screen (the kernel pauses the refresh when none is).
-function tell(model, open) {
-  try {
-    model.send({ type: "view", open });
-  } catch (err) {
-    // the kernel is gone: nothing to tell
-  }
-}
 
 function render({ model, el }) {
   const uid = `dn-history-${++views}`;

@@ -26,15 +26,6 @@ function label(sec) {
   return `${+(sec / 86400).toFixed(1)} d`;
 }
 
-// Say whether this view is on screen (the kernel pauses the refresh when none is).
-function tell(model, open) {
-  try {
-    model.send({ type: "view", open });
-  } catch (err) {
-    // the kernel is gone: nothing to tell
-  }
-}
-
 function render({ model, el }) {
   el.classList.add("dn-widget", "dn-timeline");
   const head = document.createElement("div");

@@ -1,16 +1,5 @@
 // WorkerMonitor front end: one card per group of figures; the kernel computes every figure.
 
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined) node.append(c);
-  return node;
-}
-
 function render({ model, el }) {
   el.classList.add("dn-widget", "dn-wm");
   const title = h("span", { class: "dn-title" });
@@ -76,17 +65,12 @@ function render({ model, el }) {
   model.on("change:groups", renderRows);
   renderHead();
   renderRows();
-  // The kernel reads nothing for the live refresh while no view is open.
-  model.send({ type: "view", open: true });
+  tell(model, true); // the kernel reads nothing for a live refresh while no view is open
   return () => {
     for (const name of heads) model.off(`change:${name}`, renderHead);
     model.off("change:rows", renderRows);
     model.off("change:groups", renderRows);
-    try {
-      model.send({ type: "view", open: false });
-    } catch (err) {
-      // The kernel or the widget is already gone: nothing to tell.
-    }
+    tell(model, false);
   };
 }
 

@@ -1,0 +1,17 @@
+"""The widgets' static front-end files: ES modules and the shared style sheet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["CSS", "STATIC", "esm"]
+
+STATIC = Path(__file__).parent / "static"
+#: The style sheet every widget loads.
+CSS = STATIC / "widgets.css"
+
+
+def esm(name: str) -> str:
+    """The ES module ``static/<name>`` with the shared helpers (``common.js``) in front."""
+    common = (STATIC / "common.js").read_text(encoding="utf-8")
+    return common + (STATIC / name).read_text(encoding="utf-8")
