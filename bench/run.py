@@ -653,43 +653,74 @@ def _print_stats(title: str, st: pstats.Stats) -> None:
 async def profile_w1(url: str, backend: str, n: int = 500) -> None:
     """W1 twice after the warm-up: once unprofiled with a census of the store's
     transactions (count and wall time per transaction function), once under cProfile."""
+    from engine._replay.driver import HistoryDriver
+    from engine._store.gateway import Store, _BatchingWriter
+
     client = await Client.connect(url)
-    store = client.store
-    thread_profiles: dict[int, cProfile.Profile] = {}
+    thread_profiles: dict[tuple[str, int], cProfile.Profile] = {}
     census: dict[str, list[float]] = {}
+    batches = [0, 0]  # SQLite group commits: batches, jobs
     lock = threading.Lock()
-    orig_run = getattr(store, "_run", None)
     mode = "off"
 
-    def instrumented_run(*a: Any, **kw: Any) -> Any:
-        # The store runs each transaction on its own thread(s); cProfile sees one thread
-        # only, so each store thread gets a profiler enabled around each transaction.
-        if mode == "census":
-            name = getattr(a[0], "__qualname__", repr(a[0])) if a else "?"
-            t = time.perf_counter()
-            try:
-                return orig_run(*a, **kw)  # type: ignore[misc]
-            finally:
-                dt = time.perf_counter() - t
-                with lock:
-                    entry = census.setdefault(name, [0, 0.0])
-                    entry[0] += 1
-                    entry[1] += dt
-        if mode != "profile":
-            return orig_run(*a, **kw)  # type: ignore[misc]
-        tid = threading.get_ident()
+    def count(name: str, secs: float) -> None:
         with lock:
-            prof = thread_profiles.setdefault(tid, cProfile.Profile())
+            entry = census.setdefault(name, [0, 0.0])
+            entry[0] += 1
+            entry[1] += secs
+
+    def profiled(group: str, call: Callable[[], T]) -> T:
+        # cProfile sees one thread only: each thread gets a profiler of its own, enabled
+        # around the profiled call.
+        key = (group, threading.get_ident())
+        with lock:
+            prof = thread_profiles.setdefault(key, cProfile.Profile())
         prof.enable()
         try:
-            return orig_run(*a, **kw)  # type: ignore[misc]
+            return call()
         finally:
             prof.disable()
 
-    if orig_run is not None:
-        store._run = instrumented_run  # type: ignore[method-assign]
-    else:
-        print("# note: Store._run not found; store threads are not profiled")
+    orig_run = Store._run
+    orig_batch = _BatchingWriter._run_batch
+    orig_apply = HistoryDriver.apply
+
+    def run(self: Store, fn: Any, args: Any) -> Any:
+        # PostgreSQL: one transaction per call, on the store's pool threads.
+        if self._writer is not None or mode == "off":
+            return orig_run(self, fn, args)
+        if mode == "profile":
+            return profiled("store", lambda: orig_run(self, fn, args))
+        t = time.perf_counter()
+        try:
+            return orig_run(self, fn, args)
+        finally:
+            count(getattr(fn, "__qualname__", repr(fn)), time.perf_counter() - t)
+
+    def run_batch(self: Any, conn: Any, batch: list[Any]) -> None:
+        # SQLite: several transactions' changes per commit on the writer thread.
+        if mode == "off":
+            return orig_batch(self, conn, batch)
+        if mode == "profile":
+            return profiled("store", lambda: orig_batch(self, conn, batch))
+        t = time.perf_counter()
+        try:
+            return orig_batch(self, conn, batch)
+        finally:
+            share = (time.perf_counter() - t) / len(batch)
+            batches[0] += 1
+            batches[1] += len(batch)
+            for job in batch:
+                count(getattr(job[0], "__qualname__", repr(job[0])), share)
+
+    def apply(self: Any, *a: Any, **kw: Any) -> Any:
+        if mode != "profile":
+            return orig_apply(self, *a, **kw)
+        return profiled("workflow", lambda: orig_apply(self, *a, **kw))
+
+    Store._run = run  # type: ignore[method-assign]
+    _BatchingWriter._run_batch = run_batch  # type: ignore[method-assign]
+    HistoryDriver.apply = apply  # type: ignore[method-assign]
     tq = new_tq()
     main_prof = cProfile.Profile()
     try:
@@ -708,6 +739,9 @@ async def profile_w1(url: str, backend: str, n: int = 500) -> None:
             wall = time.perf_counter() - wall0
             cpu = time.process_time() - cpu0
     finally:
+        Store._run = orig_run  # type: ignore[method-assign]
+        _BatchingWriter._run_batch = orig_batch  # type: ignore[method-assign]
+        HistoryDriver.apply = orig_apply  # type: ignore[method-assign]
         await client.close()
     total_n = sum(int(c) for c, _ in census.values())
     total_t = sum(t for _, t in census.values())
@@ -716,10 +750,15 @@ async def profile_w1(url: str, backend: str, n: int = 500) -> None:
         f"{census_wall:.2f}s = {n / census_wall:.1f} wf/s; {total_n} transactions "
         f"({total_n / n:.1f} per workflow), {total_t:.2f}s of transaction wall time"
     )
-    print(f"{'count':>8} {'per wf':>7} {'total s':>8} {'mean ms':>8} {'share':>6}  function")
-    for name, (count, secs) in sorted(census.items(), key=lambda kv: -kv[1][1]):
+    if batches[0]:
         print(
-            f"{int(count):8d} {count / n:7.2f} {secs:8.3f} {secs / count * 1000:8.3f} "
+            f"   SQLite group commits: {batches[0]} ({batches[0] / n:.2f} per workflow), "
+            f"{batches[1] / batches[0]:.1f} transactions per commit"
+        )
+    print(f"{'count':>8} {'per wf':>7} {'total s':>8} {'mean ms':>8} {'share':>6}  function")
+    for name, (calls, secs) in sorted(census.items(), key=lambda kv: -kv[1][1]):
+        print(
+            f"{int(calls):8d} {calls / n:7.2f} {secs:8.3f} {secs / calls * 1000:8.3f} "
             f"{secs / total_t * 100 if total_t else 0:5.1f}%  {name}"
         )
     print(
@@ -727,12 +766,13 @@ async def profile_w1(url: str, backend: str, n: int = 500) -> None:
         f"under cProfile; process CPU {cpu:.2f}s ({cpu / wall * 100:.0f}% of one core)"
     )
     _print_stats("event-loop thread", _shorten_stats(pstats.Stats(main_prof)))
-    if thread_profiles:
-        profs = list(thread_profiles.values())
-        st = pstats.Stats(profs[0])
-        for p in profs[1:]:
-            st.add(p)
-        _print_stats(f"store thread(s) ({len(profs)})", _shorten_stats(st))
+    for group, title in (("store", "store thread(s)"), ("workflow", "workflow-code thread(s)")):
+        profs = [p for (g, _), p in thread_profiles.items() if g == group]
+        if profs:
+            st = pstats.Stats(profs[0])
+            for p in profs[1:]:
+                st.add(p)
+            _print_stats(f"{title} ({len(profs)})", _shorten_stats(st))
 
 
 def profile_main(args: argparse.Namespace, backends: list[str]) -> int:

@@ -42,6 +42,10 @@ class Worker:
     Use ``async with Worker(...)`` (runs in the background for the block) or
     ``await worker.run()``. Unless ``run_service=False``, the worker also hosts the
     service's timer loop, so a plain script needs nothing else.
+
+    Workflow code runs on the worker's event loop, one activation at a time; one that does
+    not yield within ``deadlock_timeout`` is interrupted and fails its workflow task with
+    where it was (``debug_mode=True`` lifts the limit, for stepping through in a debugger).
     """
 
     def __init__(

@@ -135,8 +135,7 @@ class Service(WorkflowTaskOps, ActivityOps):
             parent_close_policy=req.parent_close_policy,
             has_updates=0,
         )
-        tx.insert_execution(**values)
-        rs = RunState(tx, SimpleNamespace(**values), now)
+        rs = RunState(tx, SimpleNamespace(**values), now, new=True)
         attrs: JsonDict = {
             "workflowType": {"name": req.workflow_type},
             "taskQueue": task_queue_json(req.task_queue),

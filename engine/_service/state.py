@@ -115,7 +115,7 @@ def add_timer(
 class RunState:
     """A locked run being changed in the current transaction."""
 
-    def __init__(self, tx: StoreTx, row: Row, now: float) -> None:
+    def __init__(self, tx: StoreTx, row: Row, now: float, *, new: bool = False) -> None:
         self.tx = tx
         self.row = row
         self.now = now
@@ -135,8 +135,11 @@ class RunState:
         #: is asked for; older runs (NULL) are looked at every time, as before.
         self.has_updates = getattr(row, "has_updates", None) != 0
         self._changes: dict[str, Any] = {}
+        #: A run started in this change: its row is inserted by :meth:`flush` (one insert
+        #: instead of insert and update), and it has no workflow task yet.
+        self._insert_values: dict[str, Any] | None = dict(vars(row)) if new else None
         self._wft: Row | None = None
-        self._wft_loaded = False
+        self._wft_loaded = new
         self._wft_insert: dict[str, Any] | None = None
         self.wft_wanted = False
         self.new_run_id: str | None = None
@@ -356,12 +359,23 @@ class RunState:
         self.tx.insert_events(self.run_id, self._events)
         self.written += self._events
         self._events = []
-        self.tx.update_execution(
-            self.run_id,
-            next_event_id=self.next_event_id,
-            history_size_bytes=self.history_size,
-            **self._changes,
-        )
+        if self._insert_values is not None:
+            self.tx.insert_execution(
+                **{
+                    **self._insert_values,
+                    "next_event_id": self.next_event_id,
+                    "history_size_bytes": self.history_size,
+                    **self._changes,
+                }
+            )
+            self._insert_values = None
+        else:
+            self.tx.update_execution(
+                self.run_id,
+                next_event_id=self.next_event_id,
+                history_size_bytes=self.history_size,
+                **self._changes,
+            )
         self._changes = {}
         if self._closed_with is not None:
             status, attrs = self._closed_with

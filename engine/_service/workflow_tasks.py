@@ -68,6 +68,9 @@ class Completion:
 
     accepted: bool
     activities: list[ActivityTask] = field(default_factory=list)
+    #: The events this completion wrote, as (id, time, type, attributes JSON), while the
+    #: run stays open: the worker keeps them, so its next task need not read them back.
+    events: list[tuple[int, float, str, str]] = field(default_factory=list)
 
 
 class WorkflowTaskOps(ChildOps):
@@ -342,7 +345,9 @@ class WorkflowTaskOps(ChildOps):
         if started and len(started) == rs.eager_same_queue:
             # Nothing left for pollers of the queue: do not wake them for nothing.
             tx.wakeups.discard(activity_channel(task.namespace, task.task_queue))
-        return Completion(accepted=True, activities=started)
+        return Completion(
+            accepted=True, activities=started, events=rs.written if rs.is_open else []
+        )
 
     def _apply_command(
         self, rs: RunState, command: cmd.Command, completed_id: int, identity: str

@@ -1,14 +1,17 @@
 """Polling a workflow task queue and running workflow tasks, with a sticky cache.
 
-Workflow code runs in a thread pool (one activation at a time per run); an activation that
-does not yield within the deadlock timeout fails its task with a clear message instead of
-wedging the worker. Cached instances skip replay; evicted ones replay from event 1.
+Workflow code runs on the worker's event-loop thread, one activation at a time; an
+activation that does not yield within the deadlock timeout is interrupted by the watchdog
+(see ``watchdog.py``) and fails its task with a message saying where the code was. Cached
+instances skip replay; evicted ones replay from event 1. Queries replay in a small thread
+pool, so a slow one never holds up workflow tasks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,6 +38,7 @@ from ..converter import (
 )
 from ..exceptions import NondeterminismError, PayloadSizeError, StoreError
 from .metrics import WorkerMetrics
+from .watchdog import ActivationWatchdog, DeadlockDetected
 
 if TYPE_CHECKING:
     from .activities import ActivityRunner
@@ -49,6 +53,9 @@ CAUSE_UNHANDLED = "WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE"
 class _Cached:
     driver: HistoryDriver
     workflow_type: str
+    #: Events the last completion wrote (id, time, type, attributes JSON), which the
+    #: driver has not seen yet: they lead the next task's events, so it reads fewer.
+    written: list[tuple[int, float, str, str]] | None = None
 
 
 class WorkflowRunner:
@@ -84,9 +91,8 @@ class WorkflowRunner:
         self._free_changed: asyncio.Event | None = None
         #: The activity half of the same worker, for eager dispatch (set by the Worker).
         self.activities: ActivityRunner | None = None
-        self._pool = ThreadPoolExecutor(
-            max_workers=max_concurrent, thread_name_prefix="durable-workflow"
-        )
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="durable-query")
+        self._watchdog = ActivationWatchdog(deadlock_timeout, name=f"durable-watchdog-{task_queue}")
         self._cache: collections.OrderedDict[str, _Cached] = collections.OrderedDict()
         #: run id -> next event id held, read by the store thread when claiming a task.
         self._cache_next: dict[str, int] = {}
@@ -226,6 +232,7 @@ class WorkflowRunner:
         if self._inflight:
             await asyncio.wait(list(self._inflight), timeout=self.deadlock_timeout + 5)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._watchdog.stop()
 
     # -- one task -----------------------------------------------------------------------
 
@@ -254,17 +261,14 @@ class WorkflowRunner:
             self._evict(task.run_id, forced=False)
             await self._fail(task, CAUSE_UNHANDLED, err.cause, reason="WorkflowError")
             return
-        except TimeoutError:
+        except DeadlockDetected as err:
             self._evict(task.run_id, forced=False)
             await self._fail(
                 task,
                 CAUSE_UNHANDLED,
-                RuntimeError(
-                    f"potential deadlock: workflow code of {task.workflow_type} did not yield "
-                    f"within {self.deadlock_timeout:g}s. Workflow code must not block: use "
-                    "workflow.sleep instead of time.sleep, and do I/O in activities."
-                ),
+                _deadlock_error(task, err),
                 reason="WorkflowError",
+                stack=err.stack,
             )
             return
         try:
@@ -305,11 +309,23 @@ class WorkflowRunner:
         entry = self._cache.get(task.run_id)
         if not completion.accepted or (entry is not None and entry.driver.instance.completed):
             self._evict(task.run_id, forced=False)
+        elif (
+            entry is not None
+            and completion.events
+            and completion.events[0][0] == entry.driver.next_event_id
+        ):
+            entry.written = completion.events
+            self._cache_next[task.run_id] = completion.events[-1][0] + 1
 
     async def _activate(self, task: WorkflowTask, defn: WorkflowDefinition) -> list[cmd.Command]:
-        loop = asyncio.get_running_loop()
         entry = self._cache.get(task.run_id)
         events = task.events
+        if entry is not None and entry.written is not None:
+            written, entry.written = entry.written, None
+            # The task was claimed after the worker noted its completion's events: they
+            # come first (else the store read them back and they are in task.events).
+            if events and events[0].event_id == written[-1][0] + 1:
+                events = [HistoryEvent(i, t, k, json.loads(a)) for i, t, k, a in written] + events
         if entry is not None and events and events[0].event_id == entry.driver.next_event_id:
             self.metrics.sticky_cache_hit += 1
             self._cache.move_to_end(task.run_id)
@@ -320,16 +336,14 @@ class WorkflowRunner:
             if not events or events[0].event_id != 1:
                 events = await self._full_history(task)
             entry = self._new_entry(task, defn)
-        driver = entry.driver
-        fut = loop.run_in_executor(self._pool, driver.apply, events, (), task.updates)
+        run = self._watchdog.run
         try:
-            commands = await asyncio.wait_for(asyncio.shield(fut), self.deadlock_timeout)
+            commands = run(entry.driver.apply, events, (), task.updates)
         except CacheMismatchError:
             self._evict(task.run_id, forced=False)
             entry = self._new_entry(task, defn)
             events = await self._full_history(task)
-            fut = loop.run_in_executor(self._pool, entry.driver.apply, events, (), task.updates)
-            commands = await asyncio.wait_for(asyncio.shield(fut), self.deadlock_timeout)
+            commands = run(entry.driver.apply, events, (), task.updates)
         self._cache_next[task.run_id] = entry.driver.next_event_id
         return commands
 
@@ -362,7 +376,13 @@ class WorkflowRunner:
         self.metrics.sticky_cache_size = len(self._cache)
 
     async def _fail(
-        self, task: WorkflowTask, cause: str, err: BaseException, *, reason: str
+        self,
+        task: WorkflowTask,
+        cause: str,
+        err: BaseException,
+        *,
+        reason: str,
+        stack: str = "",
     ) -> None:
         self.metrics.workflow_task_failed[reason] += 1
         level = logging.WARNING if task.attempt == 1 else logging.DEBUG
@@ -375,10 +395,22 @@ class WorkflowRunner:
             err,
         )
         failure = self.converter.to_failure(err)
+        if stack:
+            failure["stackTrace"] = stack
         try:
             await self.service.fail_workflow_task(task, cause, failure, self.identity)
         except TaskNotFoundError:
             pass
+
+
+def _deadlock_error(task: WorkflowTask, err: DeadlockDetected) -> RuntimeError:
+    where = f" It was at {err.where}." if err.where else ""
+    error = RuntimeError(
+        f"potential deadlock: workflow code of {task.workflow_type} did not yield within "
+        f"{err.timeout:g}s and was interrupted.{where} Workflow code must not block: use "
+        "workflow.sleep instead of time.sleep, and do I/O in activities."
+    )
+    return error
 
 
 def _check_command_sizes(commands: list[cmd.Command]) -> None:

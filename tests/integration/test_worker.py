@@ -98,6 +98,27 @@ class Blocks:
         return "done"
 
 
+@workflow.defn
+class Spins:
+    """A busy loop that never yields (no blocking call: only an interrupt stops it)."""
+
+    @workflow.run
+    async def run(self) -> int:
+        n = 0
+        while n >= 0:
+            n += 1  # spins forever
+        return n
+
+
+@workflow.defn
+class Quick:
+    @workflow.run
+    async def run(self, value: str) -> str:
+        return await workflow.execute_activity(
+            echo, value, start_to_close_timeout=timedelta(seconds=10)
+        )
+
+
 async def test_blocking_workflow_code_is_reported_as_a_deadlock(
     client: Client, task_queue: str
 ) -> None:
@@ -113,8 +134,40 @@ async def test_blocking_workflow_code_is_reported_as_a_deadlock(
         await _wait_for_event(handle, "WorkflowTaskFailed")
     history = (await handle.fetch_history()).events
     failed = next(e for e in history if e.event_type == "WorkflowTaskFailed")
-    assert "deadlock" in failed.attributes["failure"]["message"]
-    assert "time.sleep" in failed.attributes["failure"]["message"]
+    message = failed.attributes["failure"]["message"]
+    assert "deadlock" in message and "did not yield within 0.3s" in message
+    # Where the code was blocked: this file, the line of the sleep.
+    assert "test_worker.py:" in message and "in run: time.sleep(1.5)" in message
+    assert "time.sleep(1.5)" in failed.attributes["failure"]["stackTrace"]
+    assert (await handle.describe()).status.name == "RUNNING"
+
+
+async def test_a_busy_loop_in_workflow_code_is_interrupted_and_the_worker_goes_on(
+    client: Client, task_queue: str
+) -> None:
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[Spins, Quick],
+        activities=[echo],
+        deadlock_timeout=timedelta(milliseconds=300),
+    ) as worker:
+        handle = await client.start_workflow(
+            Spins.run, id="spin-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await _wait_for_event(handle, "WorkflowTaskFailed")
+        # The same worker (same event loop) still runs other workflows.
+        other = await client.execute_workflow(
+            Quick.run, "still here", id="quick-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert other == "still here"
+        assert worker.metrics.workflow_task_failed["WorkflowError"] >= 1
+    history = (await handle.fetch_history()).events
+    failed = next(e for e in history if e.event_type == "WorkflowTaskFailed")
+    message = failed.attributes["failure"]["message"]
+    assert "deadlock" in message and "interrupted" in message
+    assert "in run: n += 1" in message or "in run: while n >= 0:" in message
+    assert (await handle.describe()).status.name == "RUNNING"
 
 
 @workflow.defn
