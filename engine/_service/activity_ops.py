@@ -113,10 +113,12 @@ class ActivityOps:
         return await self.store.transaction(fn)
 
     def _run_for_activity(self, tx: StoreTx, task: ActivityTask) -> RunState:
-        row = tx.lock_execution(task.run_id)
+        row, wft = tx.lock_execution_and_workflow_task(task.run_id)
         if row is None or row.status != S.RUNNING:
             raise activities.ActivityNotFoundError(f"run {task.run_id} is closed")
-        return RunState(tx, row, self.clock.now())
+        rs = RunState(tx, row, self.clock.now())
+        rs.know_workflow_task(wft)
+        return rs
 
     # -- timers -------------------------------------------------------------------------
 

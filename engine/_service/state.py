@@ -207,6 +207,11 @@ class RunState:
             self._wft_loaded = True
         return self._wft
 
+    def know_workflow_task(self, wft: Row | None) -> None:
+        """The run's workflow task as read with the run (saves :meth:`workflow_task` a read)."""
+        self._wft = wft
+        self._wft_loaded = True
+
     def forget_workflow_task(self) -> None:
         """Delete the workflow task row (and its retry timer, which only a retried
         attempt can have)."""

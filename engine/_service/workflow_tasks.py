@@ -132,9 +132,10 @@ class WorkflowTaskOps(ChildOps):
             run_id = tx.next_workflow_task(namespace, task_queue, now)
             if run_id is None:
                 break
-            row = tx.lock_execution(run_id)
+            row, wft = tx.lock_execution_and_workflow_task(run_id)
             rs = RunState(tx, row, now) if row is not None else None
-            wft = rs.workflow_task() if rs is not None else None
+            if rs is not None:
+                rs.know_workflow_task(wft)
             if rs is None or wft is None or wft.state != WFT_SCHEDULED:
                 break  # taken by another poller between our read and our lock
             tasks.append(self._start_task(rs, identity, cached))
@@ -238,11 +239,11 @@ class WorkflowTaskOps(ChildOps):
         )
 
     def _current_wft(self, tx: StoreTx, task: WorkflowTask) -> tuple[RunState, Row]:
-        row = tx.lock_execution(task.run_id)
+        row, wft = tx.lock_execution_and_workflow_task(task.run_id)
         if row is None or row.status != S.RUNNING:
             raise TaskNotFoundError(f"run {task.run_id} is closed")
         rs = RunState(tx, row, self.clock.now())
-        wft = rs.workflow_task()
+        rs.know_workflow_task(wft)
         if wft is None or wft.state != WFT_STARTED or wft.request_id != task.request_id:
             raise TaskNotFoundError(f"workflow task of run {task.run_id} is no longer current")
         return rs, wft

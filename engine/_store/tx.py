@@ -15,6 +15,7 @@ import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 import sqlalchemy as sa
@@ -62,6 +63,17 @@ _LOCK = " FOR UPDATE"
 
 GET_EXEC = Q(f"SELECT {_EXEC_COLS} FROM dn_executions WHERE run_id = :run_id")
 LOCK_EXEC = Q(GET_EXEC.sqlite, pg_suffix=_LOCK)
+_N_EXEC_COLS = len(_EXEC_COLS.split(", "))
+_WFT_NAMES = tuple(_WFT_COLS.split(", "))
+#: A run and its workflow task (if any) in one read (SQLite only: see its method).
+LOCK_EXEC_WFT = Q(
+    "SELECT "
+    + ", ".join(f"e.{c}" for c in _EXEC_COLS.split(", "))
+    + ", "
+    + ", ".join(f"w.{c} AS wft_{c}" for c in _WFT_NAMES)
+    + " FROM dn_executions e LEFT JOIN dn_workflow_tasks w ON w.run_id = e.run_id"
+    " WHERE e.run_id = :run_id"
+)
 LATEST_RUN = Q(
     f"SELECT {_EXEC_COLS} FROM dn_executions WHERE namespace = :ns AND workflow_id = :wid "
     "ORDER BY start_time DESC LIMIT 1"
@@ -344,6 +356,24 @@ class StoreTx:
     def lock_execution(self, run_id: str) -> Row | None:
         """Read a run and lock it for this transaction (every change to a run starts here)."""
         return self._one(LOCK_EXEC, {"run_id": run_id})
+
+    def lock_execution_and_workflow_task(self, run_id: str) -> tuple[Row | None, Any]:
+        """:meth:`lock_execution` then :meth:`get_workflow_task`.
+
+        One statement on SQLite, where the transaction holds the write lock from its start.
+        Two on PostgreSQL: a statement that waited for the run's lock re-reads the run but
+        not the joined task row, which another transaction may have just changed.
+        """
+        if self.postgres:
+            row = self.lock_execution(run_id)
+            return row, (self.get_workflow_task(run_id) if row is not None else None)
+        row = self._one(LOCK_EXEC_WFT, {"run_id": run_id})
+        if row is None:
+            return None, None
+        values = tuple(row)
+        if values[_N_EXEC_COLS] is None:  # no task row
+            return row, None
+        return row, SimpleNamespace(**dict(zip(_WFT_NAMES, values[_N_EXEC_COLS:], strict=True)))
 
     def get_execution(self, run_id: str) -> Row | None:
         """Read a run without locking it."""
