@@ -17,7 +17,15 @@ from .._store.schema import ACT_BACKOFF, ACT_SCHEDULED, ACT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import RetryPolicy, duration_to_json
 from ..exceptions import RetryState, TimeoutType
-from .state import RunState, activity_channel, add_timer, dumps, task_queue_json
+from .state import (
+    TIMER_HORIZON,
+    TIMERS_CHANNEL,
+    RunState,
+    activity_channel,
+    add_timer,
+    dumps,
+    task_queue_json,
+)
 from .types import ActivityTask
 
 JsonDict = dict[str, Any]
@@ -89,11 +97,17 @@ def schedule(
         last_heartbeat_time=None,
         last_failure=None,
         cancel_requested=False,
+        timeout_at=None,
     )
     started: ActivityTask | None = None
     if start_for is not None:
         # Written as started straight away: one insert instead of insert, read, update.
-        values.update(state=ACT_STARTED, started_time=now, identity=start_for)
+        values.update(
+            state=ACT_STARTED,
+            started_time=now,
+            identity=start_for,
+            timeout_at=now + start_to_close if start_to_close else None,
+        )
         values["request_id"] = str(uuid.uuid4())
         rs.tx.insert_activity_task(**values)
         started = start_attempt(rs.tx, SimpleNamespace(**values), start_for, now, marked=True)
@@ -153,7 +167,20 @@ def request_cancel(rs: RunState, c: cmd.RequestCancelActivityTask, wtc: str, ide
 
 def _forget(rs: RunState, act: Row) -> None:
     rs.tx.delete_activity_task(rs.run_id, act.scheduled_event_id)
-    rs.tx.delete_timers(rs.run_id, ALL_ACTIVITY_TIMERS, act.scheduled_event_id)
+    if _may_have_timers(act):
+        rs.tx.delete_timers(rs.run_id, ALL_ACTIVITY_TIMERS, act.scheduled_event_id)
+
+
+def _may_have_timers(act: Row) -> bool:
+    """Whether timer rows may exist for the activity. A started attempt whose only
+    timeout is start-to-close has none: its deadline is on its own row (``timeout_at``),
+    except for attempts started before migration 8 (a deadline but no ``timeout_at``)."""
+    return bool(
+        act.state != ACT_STARTED
+        or act.schedule_to_close
+        or act.heartbeat_timeout
+        or (act.start_to_close and act.timeout_at is None)
+    )
 
 
 # -- dispatch -----------------------------------------------------------------------------
@@ -174,6 +201,7 @@ def start_attempt(
 ) -> ActivityTask:
     """Mark an attempt started (unless the row already says so), record it, and arm its
     timeouts."""
+    deadline = now + act.start_to_close if act.start_to_close else None
     if marked:
         request_id = str(act.request_id)
     else:
@@ -186,6 +214,7 @@ def start_attempt(
             identity=identity,
             request_id=request_id,
             last_heartbeat_time=None,
+            timeout_at=deadline,
         )
     if act.schedule_to_start and not marked:
         tx.delete_timers(act.run_id, ("act_schedule_to_start",), act.scheduled_event_id)
@@ -202,17 +231,8 @@ def start_attempt(
         outcome="running",
         failure=None,
     )
-    if act.start_to_close:
-        add_timer(
-            tx,
-            now,
-            act.run_id,
-            "act_start_to_close",
-            act.scheduled_event_id,
-            act.attempt,
-            now + act.start_to_close,
-            None,
-        )
+    if deadline is not None and deadline <= now + TIMER_HORIZON:
+        tx.wake(TIMERS_CHANNEL)  # the timer loop scans the deadline on the task row
     if act.heartbeat_timeout:
         add_timer(
             tx,

@@ -134,7 +134,10 @@ class ActivityOps:
             late = tx.timed_out_workflow_tasks(now, limit)
             for task in late:
                 timers.workflow_task_deadline(tx, task.run_id, task.started_event_id, now)
-            return len(rows) + len(late)
+            hung = tx.timed_out_activity_attempts(now, limit)
+            for act in hung:
+                timers.activity_deadline(tx, act.run_id, act.scheduled_event_id, act.attempt, now)
+            return len(rows) + len(late) + len(hung)
 
         return await self.store.transaction(fire)
 

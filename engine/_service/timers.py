@@ -88,6 +88,28 @@ def _heartbeat_due(rs: RunState, timer: Row) -> None:
     activities.timed_out(rs, act, TimeoutType.HEARTBEAT)
 
 
+def activity_deadline(
+    tx: StoreTx, run_id: str, scheduled_event_id: int, attempt: int, now: float
+) -> None:
+    """A started activity attempt passed its start-to-close deadline."""
+    row = tx.lock_execution(run_id)
+    if row is None or row.status != WorkflowExecutionStatus.RUNNING:
+        tx.delete_activity_task(run_id, scheduled_event_id)  # left over: never scan it again
+        return
+    act = tx.get_activity_task(run_id, scheduled_event_id)
+    if (
+        act is None
+        or act.state != ACT_STARTED
+        or act.attempt != attempt
+        or act.timeout_at is None
+        or float(act.timeout_at) > now
+    ):
+        return  # it ended, or another host handled it, meanwhile
+    rs = RunState(tx, row, now)
+    activities.timed_out(rs, act, TimeoutType.START_TO_CLOSE)
+    rs.flush()
+
+
 def workflow_task_deadline(tx: StoreTx, run_id: str, started_event_id: int, now: float) -> None:
     """A started workflow task passed its deadline (the worker crashed or is too slow)."""
     row = tx.lock_execution(run_id)

@@ -204,6 +204,11 @@ _V6 = ("CREATE INDEX dn_executions_by_start ON dn_executions (namespace, start_t
 
 _V7 = ("ALTER TABLE dn_executions ADD COLUMN has_updates SMALLINT",)
 
+_V8 = (
+    "ALTER TABLE dn_activity_tasks ADD COLUMN timeout_at {double}",
+    "CREATE INDEX dn_activity_tasks_timeout ON dn_activity_tasks (timeout_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, history, task queues, timers, attempts", _V1),
     Migration(2, "child workflows: parent event ids and parent close policy", _V2),
@@ -212,6 +217,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "workflow updates", _V5),
     Migration(6, "index for listing runs page by page, newest first", _V6),
     Migration(7, "flag on runs that have been asked for updates", _V7),
+    Migration(8, "start-to-close deadlines of activity attempts on the task row", _V8),
 )
 
 _SPELLING = {

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -167,7 +167,11 @@ activity_tasks = sa.Table(
     sa.Column("last_heartbeat_time", sa.Double, nullable=True),
     sa.Column("last_failure", sa.Text, nullable=True),
     sa.Column("cancel_requested", sa.Boolean, nullable=False),
+    # Migration 8: a started attempt's start-to-close deadline (the timer loop scans it:
+    # no timer row per attempt). NULL on attempts started before the migration.
+    sa.Column("timeout_at", sa.Double, nullable=True),
 )
+sa.Index("dn_activity_tasks_timeout", activity_tasks.c.timeout_at)
 sa.Index(
     "dn_activity_tasks_poll",
     activity_tasks.c.namespace,

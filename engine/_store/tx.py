@@ -52,7 +52,7 @@ _ACT_COLS = (
     "activity_type, task_queue, input, state, attempt, visible_at, scheduled_time, "
     "attempt_scheduled_time, started_time, identity, request_id, schedule_to_close, "
     "schedule_to_start, start_to_close, heartbeat_timeout, retry_policy, heartbeat_details, "
-    "last_heartbeat_time, last_failure, cancel_requested"
+    "last_heartbeat_time, last_failure, cancel_requested, timeout_at"
 )
 _TIMER_COLS = "id, run_id, kind, ref, attempt, fire_at, data"
 _ATTEMPT_COLS = (
@@ -169,7 +169,12 @@ DELETE_TIMERS_OF_RUN = Q("DELETE FROM dn_timers WHERE run_id = :run_id")
 DUE_TIMERS = Q("SELECT id, run_id FROM dn_timers WHERE fire_at <= :now ORDER BY fire_at LIMIT :lim")
 NEXT_TIMER_AT = Q(
     "SELECT MIN(t) FROM (SELECT MIN(fire_at) AS t FROM dn_timers "
-    "UNION ALL SELECT MIN(timeout_at) AS t FROM dn_workflow_tasks WHERE state = 2) d"
+    "UNION ALL SELECT MIN(timeout_at) AS t FROM dn_workflow_tasks WHERE state = 2 "
+    "UNION ALL SELECT MIN(timeout_at) AS t FROM dn_activity_tasks WHERE state = 2) d"
+)
+TIMED_OUT_ACTS = Q(
+    "SELECT run_id, scheduled_event_id, attempt FROM dn_activity_tasks "
+    "WHERE state = 2 AND timeout_at <= :now ORDER BY timeout_at LIMIT :lim"
 )
 TIMED_OUT_WFTS = Q(
     "SELECT run_id, started_event_id FROM dn_workflow_tasks "
@@ -647,6 +652,10 @@ class StoreTx:
     def timed_out_workflow_tasks(self, now: float, limit: int) -> Sequence[Row]:
         """Started workflow tasks past their deadline."""
         return self._q(TIMED_OUT_WFTS, {"now": now, "lim": limit}).fetchall()
+
+    def timed_out_activity_attempts(self, now: float, limit: int) -> Sequence[Row]:
+        """Started activity attempts past their start-to-close deadline."""
+        return self._q(TIMED_OUT_ACTS, {"now": now, "lim": limit}).fetchall()
 
     def next_timer_at(self) -> float | None:
         """When the earliest timer is due, or None."""

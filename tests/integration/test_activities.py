@@ -12,12 +12,14 @@ import pytest
 from engine import (
     ActivityError,
     ApplicationError,
+    Client,
     RetryPolicy,
     Worker,
     WorkflowFailureError,
     activity,
     workflow,
 )
+from engine._store.tx import Q, StoreTx
 from engine.exceptions import CancelledError, TimeoutError, TimeoutType
 from engine.testing import WorkflowEnvironment
 
@@ -172,6 +174,98 @@ async def test_hung_attempt_is_retried_after_start_to_close(
         e for e in (await handle.fetch_history()).events if e.event_type == "ActivityTaskStarted"
     )
     assert started.attributes["attempt"] == 2
+
+
+async def test_a_started_attempt_keeps_its_deadline_on_its_row_not_in_a_timer(
+    client: Client, task_queue: str
+) -> None:
+    """Start-to-close is the attempt's ``timeout_at``: no timer row to write and delete."""
+    release = threading.Event()
+
+    @activity.defn(name="waits_for_release")
+    def waits(name: str) -> str:
+        release.wait(30)
+        return "released"
+
+    async with Worker(client, task_queue=task_queue, workflows=[RunActivity], activities=[waits]):
+        handle = await client.start_workflow(
+            RunActivity.run,
+            args=["waits_for_release", {"start_to_close": 30}],
+            id="stc-" + uuid.uuid4().hex,
+            task_queue=task_queue,
+        )
+        run_id = (await handle.describe()).run_id
+
+        def look(tx: StoreTx) -> tuple[list, list]:
+            acts = tx._q(
+                Q(
+                    "SELECT state, started_time, timeout_at FROM dn_activity_tasks WHERE run_id = :r"
+                ),
+                {"r": run_id},
+            ).fetchall()
+            timers = tx._q(
+                Q("SELECT kind FROM dn_timers WHERE run_id = :r"), {"r": run_id}
+            ).fetchall()
+            return [tuple(a) for a in acts], [t[0] for t in timers]
+
+        for _ in range(500):
+            acts, timers = await client.store.transaction(look)
+            if acts and acts[0][0] == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert len(acts) == 1 and acts[0][0] == 2, acts
+        _, started, deadline = acts[0]
+        assert deadline == pytest.approx(started + 30)
+        assert timers == []
+        release.set()
+        assert await handle.result() == "released"
+
+
+async def test_an_attempt_started_before_schema_8_still_times_out(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
+    """Attempts from before migration 8 have no ``timeout_at``: their timer row fires."""
+    client = env.client
+    async with Worker(
+        client, task_queue=task_queue, workflows=[RunActivity], activities=[hangs_first]
+    ):
+        handle = await client.start_workflow(
+            RunActivity.run,
+            args=["hangs_first", {"start_to_close": 1, "initial": 0.1}],
+            id="legacy-" + uuid.uuid4().hex,
+            task_queue=task_queue,
+        )
+        run_id = (await handle.describe()).run_id
+
+        def as_before_migration_8(tx: StoreTx) -> bool:
+            row = tx._q(
+                Q(
+                    "SELECT scheduled_event_id, attempt, timeout_at FROM dn_activity_tasks "
+                    "WHERE run_id = :r AND state = 2"
+                ),
+                {"r": run_id},
+            ).fetchone()
+            if row is None or row[2] is None:
+                return False
+            tx._q(
+                Q("UPDATE dn_activity_tasks SET timeout_at = NULL WHERE run_id = :r"),
+                {"r": run_id},
+            )
+            tx.insert_timer(run_id, "act_start_to_close", row[0], row[1], row[2], None)
+            return True
+
+        for _ in range(500):
+            if await client.store.transaction(as_before_migration_8):
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the first attempt never started")
+        assert await handle.result() == "attempt 2"
+    attempts = await handle.fetch_attempts()
+    assert [a["outcome"] for a in attempts] == ["timed_out", "completed"]
+    assert (
+        attempts[0]["failure"]["timeoutFailureInfo"]["timeoutType"] == "TIMEOUT_TYPE_START_TO_CLOSE"
+    )
 
 
 @activity.defn
