@@ -94,6 +94,7 @@ class ChildOps:
                     },
                 )
             else:
+                rs.child_started()
                 if not rs.is_open:
                     return  # abandoned child of a closed parent: nothing more to record
                 started = rs.add_event(

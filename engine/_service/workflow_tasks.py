@@ -127,19 +127,14 @@ class WorkflowTaskOps(ChildOps):
                     args=json.loads(q.args),
                 )
             )
-        claimed = 0
-        while claimed < limit:
-            run_id = tx.next_workflow_task(namespace, task_queue, now)
-            if run_id is None:
-                break
+        for run_id in tx.next_workflow_tasks(namespace, task_queue, now, limit) if limit else ():
             row, wft = tx.lock_execution_and_workflow_task(run_id)
             rs = RunState(tx, row, now) if row is not None else None
             if rs is not None:
                 rs.know_workflow_task(wft)
             if rs is None or wft is None or wft.state != WFT_SCHEDULED:
-                break  # taken by another poller between our read and our lock
+                continue  # taken by another poller between our read and our lock
             tasks.append(self._start_task(rs, identity, cached))
-            claimed += 1
         return tasks
 
     def _start_task(self, rs: RunState, identity: str, cached: dict[str, int]) -> WorkflowTask:

@@ -41,22 +41,28 @@ class Notifier:
         """Wake every waiter on ``channel`` (callable from any thread). A ``message`` is
         kept for the waiters there are now (:meth:`message`), until a newer message."""
         with self._lock:
-            # Values come from one increasing counter, so a channel forgotten and notified
-            # again never repeats a generation a waiter may hold.
-            self._counter += 1
-            self._generations[channel] = self._counter
-            waiters = self._waiters.pop(channel, set())
-            # Without a message the last one stays: a close is announced once, and its
-            # echo from the PostgreSQL listener carries none.
-            if message is not None and waiters:
-                self._messages[channel] = message
-                if len(self._messages) > self.MAX_MESSAGES:
-                    self._messages.popitem(last=False)
-            if len(self._generations) > self.MAX_CHANNELS:
-                self._forget_idle()
+            waiters = self._take(channel, message)
         for loop, fut in waiters:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(_resolve, fut)
+
+    def _take(
+        self, channel: str, message: Any
+    ) -> set[tuple[asyncio.AbstractEventLoop, asyncio.Future[bool]]]:
+        # Called with the lock held. Values come from one increasing counter, so a
+        # channel forgotten and notified again never repeats a generation a waiter holds.
+        self._counter += 1
+        self._generations[channel] = self._counter
+        waiters = self._waiters.pop(channel, set())
+        # Without a message the last one stays: a close is announced once, and its echo
+        # from the PostgreSQL listener carries none.
+        if message is not None and waiters:
+            self._messages[channel] = message
+            if len(self._messages) > self.MAX_MESSAGES:
+                self._messages.popitem(last=False)
+        if len(self._generations) > self.MAX_CHANNELS:
+            self._forget_idle()
+        return waiters
 
     def _forget_idle(self) -> None:
         # One entry per closed run or answered query would otherwise pile up forever in
@@ -67,9 +73,18 @@ class Notifier:
                 self._waiters.pop(name, None)
 
     def notify_many(self, channels: set[str], messages: dict[str, Any] | None = None) -> None:
-        """Notify several channels (with their ``messages``, if any)."""
-        for channel in channels:
-            self.notify(channel, messages.get(channel) if messages else None)
+        """Notify several channels (with their ``messages``, if any): one wake-up per
+        event loop (waking a loop from another thread costs a system call)."""
+        if not channels:
+            return
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[bool]]] = {}
+        with self._lock:
+            for channel in channels:
+                for loop, fut in self._take(channel, messages.get(channel) if messages else None):
+                    by_loop.setdefault(loop, []).append(fut)
+        for loop, futs in by_loop.items():
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_resolve_all, futs)
 
     def message(self, channel: str) -> Any:
         """What the last notification of ``channel`` with a message carried to the
@@ -113,6 +128,12 @@ class Notifier:
 def _resolve(fut: asyncio.Future[bool]) -> None:
     if not fut.done():
         fut.set_result(True)
+
+
+def _resolve_all(futs: list[asyncio.Future[bool]]) -> None:
+    for fut in futs:
+        if not fut.done():
+            fut.set_result(True)
 
 
 def _expire(fut: asyncio.Future[bool]) -> None:

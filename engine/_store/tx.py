@@ -133,13 +133,20 @@ DELETE_WFT = Q("DELETE FROM dn_workflow_tasks WHERE run_id = :run_id")
 NEXT_WFT = Q(
     "SELECT t.run_id FROM dn_workflow_tasks t "
     "WHERE t.namespace = :ns AND t.task_queue = :q AND t.state = 1 AND t.visible_at <= :now "
-    "ORDER BY t.visible_at LIMIT 1"
+    "ORDER BY t.visible_at LIMIT :lim"
 )
 # PostgreSQL: lock the run row (the lock every change takes first), skipping busy runs.
 NEXT_WFT_PG = Q(
     "SELECT e.run_id FROM dn_executions e JOIN dn_workflow_tasks t ON t.run_id = e.run_id "
     "WHERE t.namespace = :ns AND t.task_queue = :q AND t.state = 1 AND t.visible_at <= :now "
-    "ORDER BY t.visible_at LIMIT 1 FOR UPDATE OF e, t SKIP LOCKED"
+    "ORDER BY t.visible_at LIMIT :lim FOR UPDATE OF e, t SKIP LOCKED"
+)
+#: What a closing run may leave behind: pending activities, timers, open children.
+LEFTOVERS_OF_RUN = Q(
+    "SELECT EXISTS (SELECT 1 FROM dn_activity_tasks WHERE run_id = :run_id) AS activities, "
+    "EXISTS (SELECT 1 FROM dn_timers WHERE run_id = :run_id) AS timers, "
+    "EXISTS (SELECT 1 FROM dn_executions WHERE parent_run_id = :run_id AND status = 1) "
+    "AS children"
 )
 GET_ACT = Q(
     f"SELECT {_ACT_COLS} FROM dn_activity_tasks "
@@ -537,17 +544,21 @@ class StoreTx:
         """Remove a run's workflow task."""
         self._q(DELETE_WFT, {"run_id": run_id})
 
-    def next_workflow_task(self, namespace: str, task_queue: str, now: float) -> str | None:
-        """Pick a ready workflow task of the queue and lock its run; return the run id.
+    def next_workflow_tasks(
+        self, namespace: str, task_queue: str, now: float, limit: int
+    ) -> list[str]:
+        """Pick up to ``limit`` ready workflow tasks of the queue (oldest first) and lock
+        their runs; return the run ids.
 
-        On PostgreSQL the run row is taken with ``FOR UPDATE SKIP LOCKED``: pollers on other
-        machines pass over it, and the lock order (run first) matches every other change.
+        On PostgreSQL the run rows are taken with ``FOR UPDATE SKIP LOCKED``: pollers on
+        other machines pass over them, and the lock order (run first) matches every other
+        change.
         """
-        row = self._one(
+        rows = self._q(
             NEXT_WFT_PG if self.postgres else NEXT_WFT,
-            {"ns": namespace, "q": task_queue, "now": now},
-        )
-        return None if row is None else str(row[0])
+            {"ns": namespace, "q": task_queue, "now": now, "lim": limit},
+        ).fetchall()
+        return [str(row[0]) for row in rows]
 
     def expedite_workflow_tasks(self, namespace: str, workflow_type: str, now: float) -> set[str]:
         """Make backed-off workflow tasks of a workflow type ready now; return their queues."""
@@ -596,6 +607,12 @@ class StoreTx:
     def delete_activity_task(self, run_id: str, scheduled_event_id: int) -> None:
         """Remove a pending activity."""
         self._q(DELETE_ACT, {"run_id": run_id, "sched": scheduled_event_id})
+
+    def leftovers_of_run(self, run_id: str) -> tuple[bool, bool, bool]:
+        """Whether a run has pending activities, timers, open child runs (one read)."""
+        row = self._q(LEFTOVERS_OF_RUN, {"run_id": run_id}).fetchone()
+        assert row is not None  # EXISTS always gives a row
+        return bool(row[0]), bool(row[1]), bool(row[2])
 
     def delete_activity_tasks_of_run(self, run_id: str) -> None:
         """Remove every pending activity of a run."""

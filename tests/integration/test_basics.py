@@ -254,3 +254,51 @@ async def test_results_small_and_large_reach_the_caller(client: Client, task_que
             # A second waiter after the close reads it from the history.
             again = client.get_workflow_handle(handle.id)
             assert await again.result() == "r" * size
+
+
+@workflow.defn
+class LeavesWorkBehind:
+    """Returns (or is terminated) with an activity and a timer still pending."""
+
+    @workflow.run
+    async def run(self, finish: bool) -> str:
+        workflow.start_activity(
+            "runs_nowhere",
+            task_queue="nobody-polls-" + workflow.info().workflow_id,
+            schedule_to_close_timeout=timedelta(hours=1),
+        )
+        sleeper = asyncio.ensure_future(workflow.sleep(3600))
+        if finish:
+            return "left early"
+        await sleeper
+        return "slept"
+
+
+@pytest.mark.parametrize("finish", [True, False], ids=["completes", "terminated"])
+async def test_a_closed_run_leaves_no_pending_work_behind(
+    client: Client, task_queue: str, finish: bool
+) -> None:
+    from engine._store.tx import Q, StoreTx
+
+    async with Worker(client, task_queue=task_queue, workflows=[LeavesWorkBehind]):
+        handle = await client.start_workflow(
+            LeavesWorkBehind.run, finish, id="left-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        run_id = (await handle.describe()).run_id
+
+        def pending(tx: StoreTx) -> tuple[int, int]:
+            acts = tx._q(
+                Q("SELECT COUNT(*) FROM dn_activity_tasks WHERE run_id = :r"), {"r": run_id}
+            )
+            n_acts = int(acts.fetchone()[0])
+            timers = tx._q(Q("SELECT COUNT(*) FROM dn_timers WHERE run_id = :r"), {"r": run_id})
+            return n_acts, int(timers.fetchone()[0])
+
+        if finish:
+            assert await handle.result() == "left early"
+        else:
+            await _wait_for_event(handle, "TimerStarted")
+            # The timer, and the activity's schedule-to-close and schedule-to-start.
+            assert await client.store.transaction(pending) == (1, 3)
+            await handle.terminate("enough")
+    assert await client.store.transaction(pending) == (0, 0)
