@@ -98,6 +98,7 @@ class Store:
                 with conn.begin():
                     tx = StoreTx(conn, postgres=self.postgres)
                     result = fn(tx, *args)
+                    tx.write_pending_events()
                     if self.postgres and tx.wakeups:
                         for channel in tx.wakeups:
                             conn.execute(
@@ -229,15 +230,19 @@ class _BatchingWriter:
             results: list[Any] = []
             wakeups: set[str] = set()
             messages: dict[str, Any] = {}
+            # The changes' history rows, inserted together (reads of history first insert
+            # what is pending, so each change sees what the ones before it wrote).
+            pending: list[dict[str, Any]] = []
             try:
                 with _immediate(conn):
                     for fn, args, _, _ in batch:
                         # One StoreTx each: a change may withdraw its own wake-ups (an
                         # eager hand-off), never another caller's.
-                        tx = StoreTx(conn, postgres=False)
+                        tx = StoreTx(conn, postgres=False, pending_events=pending)
                         results.append(fn(tx, *args))
                         wakeups |= tx.wakeups
                         messages.update(tx.messages)
+                    tx.write_pending_events()
             except Exception:
                 pass  # run them one by one below, to find the failing one
             else:
@@ -254,6 +259,7 @@ class _BatchingWriter:
                 with _immediate(conn):
                     tx = StoreTx(conn, postgres=False)
                     result = fn(tx, *args)
+                    tx.write_pending_events()
             except (DBAPIError, sqlite3.Error) as err:
                 reason = getattr(err, "orig", err)
                 _deliver(loop, fut, None, self.store._translate(reason))

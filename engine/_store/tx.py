@@ -303,9 +303,21 @@ class StoreTx:
     would only add cost.
     """
 
-    def __init__(self, conn: sa.Connection, *, postgres: bool) -> None:
+    def __init__(
+        self,
+        conn: sa.Connection,
+        *,
+        postgres: bool,
+        pending_events: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.conn = conn
         self.postgres = postgres
+        #: History rows written behind: inserted by :meth:`write_pending_events` (before
+        #: any read of history, and before commit), so the changes of one SQLite commit
+        #: insert their events with one statement. Changes batched together share it.
+        self.pending_events: list[dict[str, Any]] = (
+            pending_events if pending_events is not None else []
+        )
         #: Channels to notify once this transaction has committed.
         self.wakeups: set[str] = set()
         #: What some of those notifications carry to waiters in this process.
@@ -460,21 +472,25 @@ class StoreTx:
     # -- history ----------------------------------------------------------------------
 
     def insert_events(self, run_id: str, events: Sequence[tuple[int, float, str, str]]) -> None:
-        """Append events ``(event_id, event_time, event_type, attributes_json)``."""
-        if not events:
-            return
-        self._q(
-            INSERT_EVENT,
-            [
-                {"run_id": run_id, "event_id": i, "event_time": t, "event_type": k, "attributes": a}
-                for i, t, k, a in events
-            ],
-        )
+        """Append events ``(event_id, event_time, event_type, attributes_json)`` (written
+        behind: see ``pending_events``; the store writes them before commit)."""
+        self.pending_events += [
+            {"run_id": run_id, "event_id": i, "event_time": t, "event_type": k, "attributes": a}
+            for i, t, k, a in events
+        ]
+
+    def write_pending_events(self) -> None:
+        """Insert the history rows written behind so far."""
+        if self.pending_events:
+            rows = list(self.pending_events)
+            self.pending_events.clear()
+            self._q(INSERT_EVENT, rows)
 
     def read_events(
         self, run_id: str, first_event_id: int = 1, last_event_id: int | None = None
     ) -> Sequence[Row]:
         """Events of a run from ``first_event_id`` (to ``last_event_id``), in order."""
+        self.write_pending_events()
         if last_event_id is None:
             return self._q(READ_EVENTS, {"run_id": run_id, "first": first_event_id}).fetchall()
         params = {"run_id": run_id, "first": first_event_id, "last": last_event_id}
@@ -482,18 +498,22 @@ class StoreTx:
 
     def events_of_type(self, run_id: str, event_type: str) -> Sequence[Row]:
         """A run's events of one type, in order."""
+        self.write_pending_events()
         return self._q(EVENTS_OF_TYPE, {"run_id": run_id, "t": event_type}).fetchall()
 
     def first_event(self, run_id: str) -> Row | None:
         """The first event of a run (WorkflowExecutionStarted)."""
+        self.write_pending_events()
         return self._one(FIRST_EVENT, {"run_id": run_id})
 
     def close_event(self, run_id: str) -> Row | None:
         """The event that closed a run, or None while it is open."""
+        self.write_pending_events()
         return self._one(CLOSE_EVENT, {"run_id": run_id})
 
     def last_event(self, run_id: str) -> Row | None:
         """The newest event of a run."""
+        self.write_pending_events()
         return self._one(LAST_EVENT, {"run_id": run_id})
 
     # -- buffered events --------------------------------------------------------------
