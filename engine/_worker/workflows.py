@@ -13,6 +13,7 @@ import asyncio
 import collections
 import json
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("engine.worker")
 
+#: An activation this long (and slower than replay, about 100,000 events/s) is reported
+#: once per workflow type: its code blocks the worker's event loop meanwhile.
+SLOW_ACTIVATION_SECONDS = 0.5
 CAUSE_NDE = "WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR"
 CAUSE_UNHANDLED = "WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE"
 
@@ -98,6 +102,7 @@ class WorkflowRunner:
         self._cache_next: dict[str, int] = {}
         self._inflight: set[asyncio.Task[None]] = set()
         self._stopping = False
+        self._reported_slow: set[str] = set()
 
     # -- definitions --------------------------------------------------------------------
 
@@ -337,15 +342,35 @@ class WorkflowRunner:
                 events = await self._full_history(task)
             entry = self._new_entry(task, defn)
         run = self._watchdog.run
+        started = time.monotonic()
         try:
             commands = run(entry.driver.apply, events, (), task.updates)
         except CacheMismatchError:
             self._evict(task.run_id, forced=False)
             entry = self._new_entry(task, defn)
             events = await self._full_history(task)
+            started = time.monotonic()
             commands = run(entry.driver.apply, events, (), task.updates)
         self._cache_next[task.run_id] = entry.driver.next_event_id
+        took = time.monotonic() - started
+        if took >= max(SLOW_ACTIVATION_SECONDS, len(events) / 20_000):
+            self._report_slow(task, took, len(events))
         return commands
+
+    def _report_slow(self, task: WorkflowTask, took: float, n_events: int) -> None:
+        if task.workflow_type in self._reported_slow:
+            return
+        self._reported_slow.add(task.workflow_type)
+        log.warning(
+            "workflow code of %s took %.2fs in one activation (run %s, %d events; reported "
+            "once per workflow type): it runs on the worker's event loop, so while it runs "
+            "this worker's other workflows and activities wait. Use workflow.sleep instead "
+            "of time.sleep, and do I/O and heavy computation in activities.",
+            task.workflow_type,
+            took,
+            task.run_id,
+            n_events,
+        )
 
     def _new_entry(self, task: WorkflowTask, defn: WorkflowDefinition) -> _Cached:
         instance = WorkflowInstance(  # type: ignore[abstract]

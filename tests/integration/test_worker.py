@@ -171,6 +171,34 @@ async def test_a_busy_loop_in_workflow_code_is_interrupted_and_the_worker_goes_o
 
 
 @workflow.defn
+class Dawdles:
+    """Blocks a little, under the deadlock timeout: allowed, but reported once."""
+
+    @workflow.run
+    async def run(self) -> str:
+        time.sleep(0.6)  # blocking call in workflow code, shorter than the deadlock timeout
+        await workflow.sleep(0.01)
+        time.sleep(0.6)
+        return "done"
+
+
+async def test_a_slow_activation_is_reported_once_per_workflow_type(
+    client: Client, task_queue: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="engine.worker")
+    async with Worker(client, task_queue=task_queue, workflows=[Dawdles]):
+        handle = await client.start_workflow(
+            Dawdles.run, id="slow-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert await handle.result() == "done"
+    slow = [r.getMessage() for r in caplog.records if "in one activation" in r.getMessage()]
+    assert len(slow) == 1, slow  # two slow activations, one report
+    assert slow[0].startswith("workflow code of Dawdles took ")
+    assert "time.sleep" in slow[0]
+    assert (await handle.describe()).run_id in slow[0]
+
+
+@workflow.defn
 class Counter:
     @workflow.run
     async def run(self, count: int, limit: int) -> int:
