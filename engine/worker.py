@@ -43,9 +43,9 @@ class Worker:
     ``await worker.run()``. Unless ``run_service=False``, the worker also hosts the
     service's timer loop, so a plain script needs nothing else.
 
-    Workflow code runs on the worker's event loop, one activation at a time; one that does
-    not yield within ``deadlock_timeout`` is interrupted and fails its workflow task with
-    where it was (``debug_mode=True`` lifts the limit, for stepping through in a debugger).
+    Workflow code runs on a thread of the worker's own, one activation at a time; one that
+    does not yield within ``deadlock_timeout`` fails its workflow task at once with where it
+    is (``debug_mode=True`` lifts the limit, for stepping through in a debugger).
     """
 
     def __init__(

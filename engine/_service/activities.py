@@ -415,6 +415,7 @@ def _backoff(rs: RunState, act: Row, failure: JsonDict, delay: float) -> None:
         attempt_scheduled_time=visible,
         started_time=None,
         last_failure=dumps(failure),
+        timeout_at=None,  # no deadline until the next attempt starts
     )
     rs.tx.delete_timers(rs.run_id, PER_ATTEMPT_TIMERS, act.scheduled_event_id)
     if delay > 0:

@@ -341,7 +341,9 @@ class RunState:
         activities, timers, children = self.tx.leftovers_of_run(self.run_id)
         if activities:
             self.tx.delete_activity_tasks_of_run(self.run_id)
-        if timers:
+        # On PostgreSQL an attempt being claimed meanwhile (it locks its activity, not the
+        # run) may add a heartbeat timer the read above did not see: delete after it.
+        if timers or (activities and self.tx.postgres):
             self.tx.delete_timers_of_run(self.run_id)
         self._open_children = children
         if self.buffered_possible:

@@ -1,25 +1,26 @@
-"""Deadlock detection for workflow code that runs on the worker's own event-loop thread.
+"""Running workflow activations on a thread of their own, with deadlock detection.
 
-Activations run inline (no hop to another thread: the hop cost more than most activations).
-A watchdog thread per worker checks, a few times per deadlock timeout, whether the current
-activation has run too long. If so it records where the code is (its stack) and raises
-:class:`_Interrupt` inside the loop thread with ``PyThreadState_SetAsyncExc``, so a busy
-loop in workflow code (``while True: ...``) is stopped and the worker goes on. A call
-blocked inside C (``time.sleep(60)``, a socket read) is interrupted when it returns: the
-worker is stalled that long, then the task fails with the deadlock error as usual.
+Workflow code never runs on the worker's event loop: a call that blocks (``time.sleep``,
+a socket read) must not stop the worker's polling, its activities' heartbeats or its other
+workflows. Activations queue for one long-lived thread per worker, which runs them back to
+back and hands their results to the event loop in groups, so a busy worker pays one
+thread hand-over per group rather than per activation.
 
-The hand-over is race-free: the watchdog interrupts only while holding the lock and while
-the activation is armed; disarming takes the same lock, and an interrupt that was sent but
-not yet raised is withdrawn before anything else runs on the loop thread.
+An activation still running after the deadlock timeout is reported at once as
+:class:`DeadlockDetected`, with where its code is and its stack. Its thread is abandoned
+(Python cannot safely stop a thread; interrupting one at an arbitrary point can leave a
+lock held): it exits when the code returns, and a fresh thread takes the queue meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
+import collections
 import linecache
+import logging
 import os
 import sys
+import sysconfig
 import threading
 import time
 from collections.abc import Callable
@@ -27,11 +28,11 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_SET_ASYNC_EXC: Any = getattr(getattr(ctypes, "pythonapi", None), "PyThreadState_SetAsyncExc", None)
+log = logging.getLogger("engine.worker")
 
-
-class _Interrupt(BaseException):
-    """Raised inside workflow code that ran past the deadlock timeout (never escapes)."""
+#: Results handed to the event loop at most this many at a time, so it can go on with
+#: the first ones while the thread runs the rest.
+_DELIVER_EVERY = 8
 
 
 class DeadlockDetected(Exception):
@@ -44,93 +45,175 @@ class DeadlockDetected(Exception):
         self.stack = stack
 
 
-class ActivationWatchdog:
-    """Runs activations on the calling thread, interrupting one that runs too long."""
+class _Job:
+    __slots__ = ("args", "fn", "fut", "loop", "started")
 
-    def __init__(self, timeout: float, *, name: str = "durable-watchdog") -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        loop: asyncio.AbstractEventLoop,
+        fut: asyncio.Future[Any],
+    ) -> None:
+        self.fn = fn
+        self.args = args
+        self.loop = loop
+        self.fut = fut
+        self.started: float | None = None
+
+
+class ActivationThread:
+    """One thread that runs a worker's workflow activations, one after another."""
+
+    def __init__(self, timeout: float, *, name: str = "durable-workflow") -> None:
         self.timeout = timeout
         self._name = name
-        self._lock = threading.Lock()
-        self._armed = False
-        self._since = 0.0
-        self._tid = 0
-        self._fired = 0
-        self._where = ""
-        self._stack = ""
-        self._stop = threading.Event()
+        self._cond = threading.Condition(threading.Lock())
+        self._queue: collections.deque[_Job] = collections.deque()
         self._thread: threading.Thread | None = None
+        self._generation = 0  # bumped when the running thread is abandoned
+        self._current: _Job | None = None
+        #: Finished activations not yet handed to their event loops.
+        self._done: list[tuple[_Job, Any, BaseException | None]] = []
+        self._idle = False
+        self._stopped = False
+        #: Threads given up on because their code never yielded (still running it).
+        self.abandoned = 0
 
-    def start(self) -> None:
-        """Start the watchdog thread (idempotent)."""
-        if self._thread is None or not self._thread.is_alive():
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._watch, name=self._name, daemon=True)
-            self._thread.start()
+    async def run(self, fn: Callable[..., T], *args: Any) -> tuple[T, float]:
+        """``fn(*args)`` on the activation thread, and how long it ran (seconds, not
+        counting its wait in the queue); :class:`DeadlockDetected` if it runs past the
+        timeout (the worker goes on meanwhile)."""
+        loop = asyncio.get_running_loop()
+        job = _Job(fn, args, loop, loop.create_future())
+        with self._cond:
+            if self._stopped:
+                raise RuntimeError("the worker is stopping")
+            self._queue.append(job)
+            if self._thread is None:
+                self._start_thread()
+            elif self._idle:
+                self._idle = False
+                self._cond.notify()
+        timer = loop.call_later(self.timeout, self._check, job)
+        try:
+            return await job.fut  # type: ignore[no-any-return]
+        finally:
+            timer.cancel()
 
     def stop(self) -> None:
-        """Stop the watchdog thread."""
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=5)
+        """Let the thread finish what it runs and exit; queued activations are dropped."""
+        with self._cond:
+            self._stopped = True
+            dropped = list(self._queue)
+            self._queue.clear()
+            self._cond.notify_all()
+        for job in dropped:
+            job.loop.call_soon_threadsafe(_cancel, job.fut)
 
-    def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` on this thread; :class:`DeadlockDetected` if it ran past the timeout
-        (whatever it returned or raised then: its state is not to be trusted)."""
-        if self._thread is None:
-            self.start()
-        tid = threading.get_ident()
-        previous = asyncio.events._get_running_loop()
-        result: Any = None
-        error: BaseException | None = None
-        interrupted = False
-        try:
-            try:
-                with self._lock:
-                    self._armed = True
-                    self._tid = tid
-                    self._fired = 0
-                    self._since = time.monotonic()
-                result = fn(*args)
-            except _Interrupt:
-                interrupted = True
-            except BaseException as err:  # re-raised below unless the watchdog fired
-                error = err
-            finally:
-                with self._lock:
-                    self._armed = False
-                if self._fired:
-                    _send(tid, None)  # withdraw an interrupt not yet raised
-        except _Interrupt:
-            interrupted = True
-        if interrupted or self._fired:
-            # An interrupt may have cut the activation's own clean-up short.
-            asyncio.events._set_running_loop(previous)
-            raise DeadlockDetected(self.timeout, self._where, self._stack) from None
-        if error is not None:
-            raise error
-        return result  # type: ignore[no-any-return]
+    # -- deadlock detection (on the event loop) ----------------------------------------
 
-    # -- the watchdog thread -----------------------------------------------------------
+    def _check(self, job: _Job) -> None:
+        if job.fut.done():
+            return
+        started = job.started
+        now = time.monotonic()
+        if started is None or now - started < self.timeout:
+            # Still queued behind others, or started late: look again when it is due.
+            wait = self.timeout if started is None else self.timeout - (now - started)
+            job.loop.call_later(max(wait, 0.001), self._check, job)
+            return
+        with self._cond:
+            if self._current is not job or job.fut.done():
+                return  # it finished just now
+            thread = self._thread
+            frame = sys._current_frames().get(thread.ident) if thread and thread.ident else None
+            where, stack = _describe(frame)
+            self._generation += 1  # the running thread is on its own now
+            self._current = None
+            self.abandoned += 1
+            self._thread = None
+            finished, self._done = self._done, []
+            if self._queue and not self._stopped:
+                self._start_thread()
+        _deliver(finished)  # what the abandoned thread finished before
+        if self.abandoned in (1, 10, 100):
+            log.warning(
+                "%d workflow-code thread(s) given up on so far (code that never yielded, "
+                "still running): each holds a thread until its code returns",
+                self.abandoned,
+            )
+        job.fut.set_exception(DeadlockDetected(self.timeout, where, stack))
 
-    def _watch(self) -> None:
-        period = max(0.01, min(0.25, self.timeout / 8))
-        while not self._stop.wait(period):
-            with self._lock:
-                if not self._armed or time.monotonic() - self._since < self.timeout:
+    # -- the thread --------------------------------------------------------------------
+
+    def _start_thread(self) -> None:
+        # Called with the lock held.
+        self._thread = threading.Thread(
+            target=self._main, args=(self._generation,), name=self._name, daemon=True
+        )
+        self._thread.start()
+
+    def _main(self, generation: int) -> None:
+        while True:
+            handed: list[tuple[_Job, Any, BaseException | None]] | None = None
+            with self._cond:
+                if generation != self._generation:
+                    return
+                if self._queue:
+                    job = self._queue.popleft()
+                    self._current = job
+                    job.started = began = time.monotonic()
+                elif self._done:
+                    handed, self._done = self._done, []
+                else:
+                    if self._stopped:
+                        return
+                    self._idle = True
+                    self._cond.wait()
                     continue
-                frame = sys._current_frames().get(self._tid)
-                self._where, self._stack = _describe(frame)
-                self._fired += 1
-                # Again after another timeout, should the code swallow the interrupt.
-                self._since = time.monotonic()
-                _send(self._tid, _Interrupt)
+            if handed is not None:
+                _deliver(handed)
+                continue
+            result: Any = None
+            error: BaseException | None = None
+            try:
+                result = (job.fn(*job.args), time.monotonic() - began)
+            except BaseException as err:  # handed to the caller, who raises it
+                error = err
+            with self._cond:
+                if generation != self._generation:
+                    return  # given up on while it ran: its caller has its answer
+                self._current = None
+                self._done.append((job, result, error))
+                if len(self._done) >= _DELIVER_EVERY:
+                    handed, self._done = self._done, []
+            if handed is not None:
+                _deliver(handed)
 
 
-def _send(tid: int, exc: type[BaseException] | None) -> None:
-    if _SET_ASYNC_EXC is not None:
-        # None is passed as NULL: that withdraws a pending interrupt.
-        _SET_ASYNC_EXC(ctypes.c_ulong(tid), None if exc is None else ctypes.py_object(exc))
+def _deliver(done: list[tuple[_Job, Any, BaseException | None]]) -> None:
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, Any, BaseException | None]]] = {}
+    for item in done:
+        by_loop.setdefault(item[0].loop, []).append(item)
+    for loop, items in by_loop.items():
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(_settle, items)
+
+
+def _settle(items: list[tuple[_Job, Any, BaseException | None]]) -> None:
+    for job, result, error in items:
+        if job.fut.done():
+            continue
+        if error is not None:
+            job.fut.set_exception(error)
+        else:
+            job.fut.set_result(result)
+
+
+def _cancel(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.cancel()
 
 
 def _describe(frame: Any) -> tuple[str, str]:
@@ -148,11 +231,23 @@ def _describe(frame: Any) -> tuple[str, str]:
         if f.f_code.co_filename.startswith(replay_dir):
             start = i + 1
     lines = []
-    where = ""
+    where = innermost = ""
     for f in frames[start:]:
         filename, lineno, name = f.f_code.co_filename, f.f_lineno, f.f_code.co_name
         source = linecache.getline(filename, lineno).strip()
         lines.append(f'  File "{filename}", line {lineno}, in {name}\n    {source}')
-        if not filename.startswith(engine_dir) and f"{os.sep}asyncio{os.sep}" not in filename:
-            where = f"{filename}:{lineno} in {name}" + (f": {source}" if source else "")
-    return where, "\n".join(lines)
+        innermost = f"{filename}:{lineno} in {name}" + (f": {source}" if source else "")
+        if not filename.startswith((engine_dir, *_LIBRARY_DIRS)):
+            where = innermost  # the user's own code, not a library it called
+    return where or innermost, "\n".join(lines)
+
+
+_LIBRARY_DIRS = tuple(
+    sorted(
+        {
+            os.path.abspath(path) + os.sep
+            for key in ("stdlib", "platstdlib", "purelib", "platlib")
+            if (path := sysconfig.get_paths().get(key))
+        }
+    )
+)

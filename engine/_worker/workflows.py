@@ -1,10 +1,10 @@
 """Polling a workflow task queue and running workflow tasks, with a sticky cache.
 
-Workflow code runs on the worker's event-loop thread, one activation at a time; an
-activation that does not yield within the deadlock timeout is interrupted by the watchdog
-(see ``watchdog.py``) and fails its task with a message saying where the code was. Cached
-instances skip replay; evicted ones replay from event 1. Queries replay in a small thread
-pool, so a slow one never holds up workflow tasks.
+Workflow code runs on a thread of the worker's own, one activation at a time (see
+``watchdog.py``): code that blocks never stops the worker's event loop. An activation that
+does not yield within the deadlock timeout fails its task at once with where its code was.
+Cached instances skip replay; evicted ones replay from event 1. Queries replay in a small
+thread pool, so a slow one never holds up workflow tasks.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import asyncio
 import collections
 import json
 import logging
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,15 +38,15 @@ from ..converter import (
 )
 from ..exceptions import NondeterminismError, PayloadSizeError, StoreError
 from .metrics import WorkerMetrics
-from .watchdog import ActivationWatchdog, DeadlockDetected
+from .watchdog import ActivationThread, DeadlockDetected
 
 if TYPE_CHECKING:
     from .activities import ActivityRunner
 
 log = logging.getLogger("engine.worker")
 
-#: An activation this long (and slower than replay, about 100,000 events/s) is reported
-#: once per workflow type: its code blocks the worker's event loop meanwhile.
+#: An activation this long (and slower than 20,000 events/s, a fifth of replay's speed) is
+#: reported once per workflow type: the worker's other workflows wait for it meanwhile.
 SLOW_ACTIVATION_SECONDS = 0.5
 CAUSE_NDE = "WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR"
 CAUSE_UNHANDLED = "WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE"
@@ -96,7 +95,9 @@ class WorkflowRunner:
         #: The activity half of the same worker, for eager dispatch (set by the Worker).
         self.activities: ActivityRunner | None = None
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="durable-query")
-        self._watchdog = ActivationWatchdog(deadlock_timeout, name=f"durable-watchdog-{task_queue}")
+        self._activations = ActivationThread(
+            deadlock_timeout, name=f"durable-workflow-{task_queue}"
+        )
         self._cache: collections.OrderedDict[str, _Cached] = collections.OrderedDict()
         #: run id -> next event id held, read by the store thread when claiming a task.
         self._cache_next: dict[str, int] = {}
@@ -237,7 +238,7 @@ class WorkflowRunner:
         if self._inflight:
             await asyncio.wait(list(self._inflight), timeout=self.deadlock_timeout + 5)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._watchdog.stop()
+        self._activations.stop()
 
     # -- one task -----------------------------------------------------------------------
 
@@ -341,18 +342,15 @@ class WorkflowRunner:
             if not events or events[0].event_id != 1:
                 events = await self._full_history(task)
             entry = self._new_entry(task, defn)
-        run = self._watchdog.run
-        started = time.monotonic()
+        run = self._activations.run
         try:
-            commands = run(entry.driver.apply, events, (), task.updates)
+            commands, took = await run(entry.driver.apply, events, (), task.updates)
         except CacheMismatchError:
             self._evict(task.run_id, forced=False)
             entry = self._new_entry(task, defn)
             events = await self._full_history(task)
-            started = time.monotonic()
-            commands = run(entry.driver.apply, events, (), task.updates)
+            commands, took = await run(entry.driver.apply, events, (), task.updates)
         self._cache_next[task.run_id] = entry.driver.next_event_id
-        took = time.monotonic() - started
         if took >= max(SLOW_ACTIVATION_SECONDS, len(events) / 20_000):
             self._report_slow(task, took, len(events))
         return commands
@@ -363,9 +361,9 @@ class WorkflowRunner:
         self._reported_slow.add(task.workflow_type)
         log.warning(
             "workflow code of %s took %.2fs in one activation (run %s, %d events; reported "
-            "once per workflow type): it runs on the worker's event loop, so while it runs "
-            "this worker's other workflows and activities wait. Use workflow.sleep instead "
-            "of time.sleep, and do I/O and heavy computation in activities.",
+            "once per workflow type): the worker runs workflow code one activation at a "
+            "time, so its other workflows wait meanwhile. Use workflow.sleep instead of "
+            "time.sleep, and do I/O and heavy computation in activities.",
             task.workflow_type,
             took,
             task.run_id,
@@ -429,13 +427,13 @@ class WorkflowRunner:
 
 
 def _deadlock_error(task: WorkflowTask, err: DeadlockDetected) -> RuntimeError:
-    where = f" It was at {err.where}." if err.where else ""
-    error = RuntimeError(
+    where = f" It is at {err.where}." if err.where else ""
+    return RuntimeError(
         f"potential deadlock: workflow code of {task.workflow_type} did not yield within "
-        f"{err.timeout:g}s and was interrupted.{where} Workflow code must not block: use "
-        "workflow.sleep instead of time.sleep, and do I/O in activities."
+        f"{err.timeout:g}s.{where} Workflow code must not block: use workflow.sleep instead "
+        "of time.sleep, and do I/O in activities. (The worker goes on; the thread running "
+        "that code is given up on until it returns.)"
     )
-    return error
 
 
 def _check_command_sizes(commands: list[cmd.Command]) -> None:

@@ -221,6 +221,38 @@ async def test_a_started_attempt_keeps_its_deadline_on_its_row_not_in_a_timer(
         assert await handle.result() == "released"
 
 
+async def test_an_attempt_waiting_to_retry_has_no_deadline(client: Client, task_queue: str) -> None:
+    """Only a started attempt has a start-to-close deadline on its row."""
+    async with Worker(client, task_queue=task_queue, workflows=[RunActivity], activities=[flaky]):
+        handle = await client.start_workflow(
+            RunActivity.run,
+            args=["flaky", {"start_to_close": 30, "initial": 0.5}],
+            id="backoff-" + uuid.uuid4().hex,
+            task_queue=task_queue,
+        )
+        run_id = (await handle.describe()).run_id
+
+        def row(tx: StoreTx) -> tuple | None:
+            found = tx._q(
+                Q("SELECT state, attempt, timeout_at FROM dn_activity_tasks WHERE run_id = :r"),
+                {"r": run_id},
+            ).fetchone()
+            return None if found is None else tuple(found)
+
+        seen = set()
+        for _ in range(1000):
+            found = await client.store.transaction(row)
+            if found is not None:
+                seen.add(found[0])
+                state, _, deadline = found
+                assert (deadline is not None) == (state == 2), found
+            if found is None and seen:
+                break
+            await asyncio.sleep(0.005)
+        assert 3 in seen  # it was seen waiting to retry (backoff)
+        assert await handle.result() == "ok after 3 attempts: arg"
+
+
 async def test_an_attempt_started_before_schema_8_still_times_out(
     env: WorkflowEnvironment, task_queue: str
 ) -> None:

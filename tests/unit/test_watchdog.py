@@ -1,104 +1,103 @@
-"""The activation watchdog: interrupts code that runs too long, and nothing else."""
+"""The activation thread: runs workflow code off the event loop, reports code that does not
+yield at the deadlock timeout (without waiting for it), and goes on with the rest."""
 
 from __future__ import annotations
 
 import asyncio
-import random
+import threading
 import time
 
 import pytest
 
-from engine._worker.watchdog import ActivationWatchdog, DeadlockDetected
+from engine._worker.watchdog import ActivationThread, DeadlockDetected
 
 
-def _spin(seconds: float) -> str:
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
-    return "done"
-
-
-def test_returns_what_the_code_returns_and_raises_what_it_raises() -> None:
-    dog = ActivationWatchdog(5.0)
+async def test_returns_what_the_code_returns_and_raises_what_it_raises() -> None:
+    runner = ActivationThread(5.0)
     try:
-        assert dog.run(lambda a, b: a + b, 2, 3) == 5
+        result, took = await runner.run(lambda a, b: a + b, 2, 3)
+        assert result == 5 and took >= 0
         with pytest.raises(KeyError):
-            dog.run({}.__getitem__, "missing")
+            await runner.run({}.__getitem__, "missing")
+        assert threading.get_ident() != (await runner.run(threading.get_ident))[0]
     finally:
-        dog.stop()
+        runner.stop()
 
 
-def test_a_busy_loop_is_interrupted_with_where_it_was() -> None:
-    dog = ActivationWatchdog(0.1)
+async def test_a_burst_of_activations_all_come_back_in_order_of_their_own() -> None:
+    runner = ActivationThread(5.0)
     try:
-        t0 = time.perf_counter()
+        results = await asyncio.gather(*[runner.run(lambda i=i: i * i) for i in range(200)])
+        assert [r for r, _ in results] == [i * i for i in range(200)]
+    finally:
+        runner.stop()
+
+
+async def test_blocked_code_is_reported_at_the_timeout_and_the_rest_goes_on() -> None:
+    runner = ActivationThread(0.2)
+    release = threading.Event()
+    ticks = 0
+
+    def blocked() -> str:
+        release.wait(30)  # blocks until the test lets it go
+        return "late"
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    beat = asyncio.ensure_future(ticker())
+    try:
+        before = asyncio.ensure_future(runner.run(lambda: "before"))
+        stuck = asyncio.ensure_future(runner.run(blocked))
+        after = asyncio.ensure_future(runner.run(lambda: "after"))
         with pytest.raises(DeadlockDetected) as info:
-            dog.run(_spin, 30.0)
-        assert time.perf_counter() - t0 < 10  # interrupted, not run to its end
-        assert info.value.timeout == 0.1
-        assert "_spin" in info.value.stack and "test_watchdog.py" in info.value.where
+            await stuck
+        # Reported while the code still blocks, not when it returns.
+        assert not release.is_set()
+        assert "test_watchdog.py" in info.value.where and "release.wait(30)" in info.value.where
+        assert "blocked" in info.value.stack
+        # What finished before it, and what was queued behind it, still come back.
+        assert (await before)[0] == "before"
+        assert (await after)[0] == "after"
+        assert runner.abandoned == 1
+        assert ticks > 0  # the event loop kept running throughout
     finally:
-        dog.stop()
+        release.set()
+        beat.cancel()
+        runner.stop()
 
 
-def test_code_that_swallows_the_interrupt_is_still_reported() -> None:
-    def stubborn() -> str:
-        try:
-            _spin(30.0)
-        except BaseException:
-            pass
-        return "finished anyway"
+async def test_a_busy_loop_is_reported_too() -> None:
+    runner = ActivationThread(0.1)
 
-    dog = ActivationWatchdog(0.1)
+    def spin() -> int:
+        n, end = 0, time.perf_counter() + 1.0
+        while time.perf_counter() < end:
+            n += 1
+        return n
+
     try:
-        with pytest.raises(DeadlockDetected):
-            dog.run(stubborn)
+        with pytest.raises(DeadlockDetected) as info:
+            await runner.run(spin)
+        assert "in spin" in info.value.where
+        assert (await runner.run(lambda: "next"))[0] == "next"
     finally:
-        dog.stop()
+        runner.stop()
 
 
-def test_no_interrupt_ever_lands_outside_an_activation() -> None:
-    """Activations that end right around the timeout: the interrupt either stops one of
-    them (reported as a deadlock) or is withdrawn, never raised in the caller's code."""
-    dog = ActivationWatchdog(0.01)
-    rng = random.Random(7)
-    outcomes = {"done": 0, "deadlock": 0}
-    try:
-        deadline = time.perf_counter() + 3.0
-        while time.perf_counter() < deadline:
-            try:
-                outcomes[dog.run(_spin, rng.uniform(0.0, 0.03))] += 1
-            except DeadlockDetected:
-                outcomes["deadlock"] += 1
-            # Caller code between activations: a stray interrupt would surface here.
-            total = 0
-            for i in range(2000):
-                total += i
-            assert total == 1999000
-        time.sleep(0.05)  # a withdrawn interrupt would have had every chance to land
-        _spin(0.05)
-    finally:
-        dog.stop()
-    assert outcomes["done"] > 0 and outcomes["deadlock"] > 0, outcomes
-
-
-def test_the_running_event_loop_is_restored_after_an_interrupt() -> None:
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        other = asyncio.new_event_loop()
-
-        def activation() -> None:
-            # What a workflow activation does: its own loop is "running" meanwhile.
-            asyncio.events._set_running_loop(other)
-            _spin(30.0)
-
-        dog = ActivationWatchdog(0.05)
-        try:
-            with pytest.raises(DeadlockDetected):
-                dog.run(activation)
-            assert asyncio.get_running_loop() is loop
-        finally:
-            dog.stop()
-            other.close()
-
-    asyncio.run(main())
+async def test_stop_drops_what_is_queued() -> None:
+    runner = ActivationThread(5.0)
+    gate = threading.Event()
+    first = asyncio.ensure_future(runner.run(gate.wait, 5))
+    queued = asyncio.ensure_future(runner.run(lambda: "never"))
+    await asyncio.sleep(0.05)
+    runner.stop()
+    gate.set()
+    assert (await first)[0] is True  # what ran, finishes
+    with pytest.raises(asyncio.CancelledError):
+        await queued
+    with pytest.raises(RuntimeError, match="stopping"):
+        await runner.run(lambda: None)
