@@ -653,10 +653,11 @@ def _print_stats(title: str, st: pstats.Stats) -> None:
 async def profile_w1(url: str, backend: str, n: int = 500) -> None:
     """W1 twice after the warm-up: once unprofiled with a census of the store's
     transactions (count and wall time per transaction function), once under cProfile."""
+    from engine._replay.driver import HistoryDriver
     from engine._store.gateway import Store, _BatchingWriter
 
     client = await Client.connect(url)
-    thread_profiles: dict[int, cProfile.Profile] = {}
+    thread_profiles: dict[tuple[str, int], cProfile.Profile] = {}
     census: dict[str, list[float]] = {}
     batches = [0, 0]  # SQLite group commits: batches, jobs
     lock = threading.Lock()
@@ -668,11 +669,11 @@ async def profile_w1(url: str, backend: str, n: int = 500) -> None:
             entry[0] += 1
             entry[1] += secs
 
-    def profiled(call: Callable[[], T]) -> T:
-        # cProfile sees one thread only: each store thread gets a profiler of its own,
-        # enabled around each transaction (or batch of them).
+    def profiled(group: str, call: Callable[[], T]) -> T:
+        # cProfile sees one thread only: each store or workflow-code thread gets a profiler
+        # of its own, enabled around each transaction (or batch of them) or activation.
         with lock:
-            prof = thread_profiles.setdefault(threading.get_ident(), cProfile.Profile())
+            prof = thread_profiles.setdefault((group, threading.get_ident()), cProfile.Profile())
         prof.enable()
         try:
             return call()
@@ -687,7 +688,7 @@ async def profile_w1(url: str, backend: str, n: int = 500) -> None:
         if self._writer is not None or mode == "off":
             return orig_run(self, fn, args)
         if mode == "profile":
-            return profiled(lambda: orig_run(self, fn, args))
+            return profiled("store", lambda: orig_run(self, fn, args))
         t = time.perf_counter()
         try:
             return orig_run(self, fn, args)
@@ -699,7 +700,7 @@ async def profile_w1(url: str, backend: str, n: int = 500) -> None:
         if mode == "off":
             return orig_batch(self, conn, batch)
         if mode == "profile":
-            return profiled(lambda: orig_batch(self, conn, batch))
+            return profiled("store", lambda: orig_batch(self, conn, batch))
         t = time.perf_counter()
         try:
             return orig_batch(self, conn, batch)
@@ -710,7 +711,15 @@ async def profile_w1(url: str, backend: str, n: int = 500) -> None:
             for job in batch:
                 count(getattr(job[0], "__qualname__", repr(job[0])), share)
 
+    orig_apply = HistoryDriver.apply
+
+    def apply(self: Any, *a: Any, **kw: Any) -> Any:
+        if mode != "profile":
+            return orig_apply(self, *a, **kw)
+        return profiled("workflow", lambda: orig_apply(self, *a, **kw))
+
     Store._run = run  # type: ignore[method-assign]
+    HistoryDriver.apply = apply  # type: ignore[method-assign]
     _BatchingWriter._run_batch = run_batch  # type: ignore[method-assign]
     tq = new_tq()
     main_prof = cProfile.Profile()
@@ -731,6 +740,7 @@ async def profile_w1(url: str, backend: str, n: int = 500) -> None:
             cpu = time.process_time() - cpu0
     finally:
         Store._run = orig_run  # type: ignore[method-assign]
+        HistoryDriver.apply = orig_apply  # type: ignore[method-assign]
         _BatchingWriter._run_batch = orig_batch  # type: ignore[method-assign]
         await client.close()
     total_n = sum(int(c) for c, _ in census.values())
@@ -756,13 +766,13 @@ async def profile_w1(url: str, backend: str, n: int = 500) -> None:
         f"under cProfile; process CPU {cpu:.2f}s ({cpu / wall * 100:.0f}% of one core)"
     )
     _print_stats("event-loop thread", _shorten_stats(pstats.Stats(main_prof)))
-    # Workflow code runs on the event-loop thread (inside the profile above).
-    profs = list(thread_profiles.values())
-    if profs:
-        st = pstats.Stats(profs[0])
-        for p in profs[1:]:
-            st.add(p)
-        _print_stats(f"store thread(s) ({len(profs)})", _shorten_stats(st))
+    for group, title in (("store", "store thread(s)"), ("workflow", "workflow-code thread(s)")):
+        profs = [p for (g, _), p in thread_profiles.items() if g == group]
+        if profs:
+            st = pstats.Stats(profs[0])
+            for p in profs[1:]:
+                st.add(p)
+            _print_stats(f"{title} ({len(profs)})", _shorten_stats(st))
 
 
 def profile_main(args: argparse.Namespace, backends: list[str]) -> int:

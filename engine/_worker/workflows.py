@@ -1,7 +1,7 @@
 """Polling a workflow task queue and running workflow tasks, with a sticky cache.
 
 Workflow code runs on a thread of the worker's own, one activation at a time (see
-``watchdog.py``): code that blocks never stops the worker's event loop. An activation that
+``activation.py``): code that blocks never stops the worker's event loop. An activation that
 does not yield within the deadlock timeout fails its task at once with where its code was.
 Cached instances skip replay; evicted ones replay from event 1. Queries replay in a small
 thread pool, so a slow one never holds up workflow tasks.
@@ -37,8 +37,8 @@ from ..converter import (
     check_payloads_size,
 )
 from ..exceptions import NondeterminismError, PayloadSizeError, StoreError
+from .activation import ActivationThread, DeadlockDetected
 from .metrics import WorkerMetrics
-from .watchdog import ActivationThread, DeadlockDetected
 
 if TYPE_CHECKING:
     from .activities import ActivityRunner

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from engine._worker.watchdog import ActivationThread, DeadlockDetected
+from engine._worker.activation import ActivationThread, DeadlockDetected
 
 
 async def test_returns_what_the_code_returns_and_raises_what_it_raises() -> None:
@@ -57,7 +57,10 @@ async def test_blocked_code_is_reported_at_the_timeout_and_the_rest_goes_on() ->
             await stuck
         # Reported while the code still blocks, not when it returns.
         assert not release.is_set()
-        assert "test_watchdog.py" in info.value.where and "release.wait(30)" in info.value.where
+        assert (
+            "test_activation_thread.py" in info.value.where
+            and "release.wait(30)" in info.value.where
+        )
         assert "blocked" in info.value.stack
         # What finished before it, and what was queued behind it, still come back.
         assert (await before)[0] == "before"
