@@ -84,6 +84,17 @@ async def _run(
             return handle, None, err
 
 
+async def _start(client: Client, task_queue: str, name: str, options: dict, prefix: str):
+    """Start RunActivity for activity ``name``; return its handle and run id."""
+    handle = await client.start_workflow(
+        RunActivity.run,
+        args=[name, options],
+        id=f"{prefix}-{uuid.uuid4().hex}",
+        task_queue=task_queue,
+    )
+    return handle, (await handle.describe()).run_id
+
+
 async def test_fail_twice_then_succeed_records_attempt_3(
     env: WorkflowEnvironment, task_queue: str
 ) -> None:
@@ -188,13 +199,9 @@ async def test_a_started_attempt_keeps_its_deadline_on_its_row_not_in_a_timer(
         return "released"
 
     async with Worker(client, task_queue=task_queue, workflows=[RunActivity], activities=[waits]):
-        handle = await client.start_workflow(
-            RunActivity.run,
-            args=["waits_for_release", {"start_to_close": 30}],
-            id="stc-" + uuid.uuid4().hex,
-            task_queue=task_queue,
+        handle, run_id = await _start(
+            client, task_queue, "waits_for_release", {"start_to_close": 30}, "stc"
         )
-        run_id = (await handle.describe()).run_id
 
         def look(tx: StoreTx) -> tuple[list, list]:
             acts = tx._q(
@@ -224,13 +231,9 @@ async def test_a_started_attempt_keeps_its_deadline_on_its_row_not_in_a_timer(
 async def test_an_attempt_waiting_to_retry_has_no_deadline(client: Client, task_queue: str) -> None:
     """Only a started attempt has a start-to-close deadline on its row."""
     async with Worker(client, task_queue=task_queue, workflows=[RunActivity], activities=[flaky]):
-        handle = await client.start_workflow(
-            RunActivity.run,
-            args=["flaky", {"start_to_close": 30, "initial": 0.5}],
-            id="backoff-" + uuid.uuid4().hex,
-            task_queue=task_queue,
+        handle, run_id = await _start(
+            client, task_queue, "flaky", {"start_to_close": 30, "initial": 0.5}, "backoff"
         )
-        run_id = (await handle.describe()).run_id
 
         def row(tx: StoreTx) -> tuple | None:
             found = tx._q(
@@ -261,13 +264,9 @@ async def test_an_attempt_started_before_schema_8_still_times_out(
     async with Worker(
         client, task_queue=task_queue, workflows=[RunActivity], activities=[hangs_first]
     ):
-        handle = await client.start_workflow(
-            RunActivity.run,
-            args=["hangs_first", {"start_to_close": 1, "initial": 0.1}],
-            id="legacy-" + uuid.uuid4().hex,
-            task_queue=task_queue,
+        handle, run_id = await _start(
+            client, task_queue, "hangs_first", {"start_to_close": 1, "initial": 0.1}, "legacy"
         )
-        run_id = (await handle.describe()).run_id
 
         def as_before_migration_8(tx: StoreTx) -> bool:
             row = tx._q(
