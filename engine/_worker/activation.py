@@ -227,9 +227,13 @@ def _describe(frame: Any) -> tuple[str, str]:
     engine_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     replay_dir = os.path.join(engine_dir, "_replay") + os.sep
     start = 0
+    asyncio_dir = os.path.dirname(os.path.abspath(asyncio.__file__)) + os.sep
     for i, f in enumerate(frames):
         if f.f_code.co_filename.startswith(replay_dir):
             start = i + 1
+    # The stack starts below the engine's workflow loop and asyncio's task step.
+    while start < len(frames) and frames[start].f_code.co_filename.startswith(asyncio_dir):
+        start += 1
     lines = []
     where = innermost = ""
     for f in frames[start:]:

@@ -138,7 +138,9 @@ async def test_blocking_workflow_code_is_reported_as_a_deadlock(
     assert "deadlock" in message and "did not yield within 0.3s" in message
     # Where the code was blocked: this file, the line of the sleep.
     assert "test_worker.py:" in message and "in run: time.sleep(1.5)" in message
-    assert "time.sleep(1.5)" in failed.attributes["failure"]["stackTrace"]
+    stack = failed.attributes["failure"]["stackTrace"]
+    assert "time.sleep(1.5)" in stack
+    assert "test_worker.py" in stack.splitlines()[0]  # from the workflow's code inwards
     assert (await handle.describe()).status.name == "RUNNING"
 
 
