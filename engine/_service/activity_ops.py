@@ -113,11 +113,9 @@ class ActivityOps:
         return await self.store.transaction(fn)
 
     def _run_for_activity(self, tx: StoreTx, task: ActivityTask) -> RunState:
-        row, wft = tx.lock_execution_and_workflow_task(task.run_id)
-        if row is None or row.status != S.RUNNING:
+        rs = RunState.lock(tx, task.run_id, self.clock.now())
+        if rs is None or not rs.is_open:
             raise activities.ActivityNotFoundError(f"run {task.run_id} is closed")
-        rs = RunState(tx, row, self.clock.now())
-        rs.know_workflow_task(wft)
         return rs
 
     # -- timers -------------------------------------------------------------------------

@@ -161,6 +161,17 @@ class RunState:
         #: Work to do once all of a task's commands are recorded (child starts, ...).
         self.after_commands: list[Callable[[], None]] = []
 
+    @classmethod
+    def lock(cls, tx: StoreTx, run_id: str, now: float) -> RunState | None:
+        """Lock a run and read it with its workflow task (one read on SQLite); None if the
+        run does not exist."""
+        row, wft = tx.lock_execution_and_workflow_task(run_id)
+        if row is None:
+            return None
+        rs = cls(tx, row, now)
+        rs._wft, rs._wft_loaded = wft, True
+        return rs
+
     # -- events -----------------------------------------------------------------------
 
     @property
@@ -208,11 +219,6 @@ class RunState:
             self._wft = self.tx.get_workflow_task(self.run_id)
             self._wft_loaded = True
         return self._wft
-
-    def know_workflow_task(self, wft: Row | None) -> None:
-        """The run's workflow task as read with the run (saves :meth:`workflow_task` a read)."""
-        self._wft = wft
-        self._wft_loaded = True
 
     def forget_workflow_task(self) -> None:
         """Delete the workflow task row (and its retry timer, which only a retried

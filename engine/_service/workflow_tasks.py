@@ -128,10 +128,8 @@ class WorkflowTaskOps(ChildOps):
                 )
             )
         for run_id in tx.next_workflow_tasks(namespace, task_queue, now, limit) if limit else ():
-            row, wft = tx.lock_execution_and_workflow_task(run_id)
-            rs = RunState(tx, row, now) if row is not None else None
-            if rs is not None:
-                rs.know_workflow_task(wft)
+            rs = RunState.lock(tx, run_id, now)
+            wft = rs.workflow_task() if rs is not None else None
             if rs is None or wft is None or wft.state != WFT_SCHEDULED:
                 continue  # taken by another poller between our read and our lock
             tasks.append(self._start_task(rs, identity, cached))
@@ -234,11 +232,10 @@ class WorkflowTaskOps(ChildOps):
         )
 
     def _current_wft(self, tx: StoreTx, task: WorkflowTask) -> tuple[RunState, Row]:
-        row, wft = tx.lock_execution_and_workflow_task(task.run_id)
-        if row is None or row.status != S.RUNNING:
+        rs = RunState.lock(tx, task.run_id, self.clock.now())
+        if rs is None or not rs.is_open:
             raise TaskNotFoundError(f"run {task.run_id} is closed")
-        rs = RunState(tx, row, self.clock.now())
-        rs.know_workflow_task(wft)
+        wft = rs.workflow_task()
         if wft is None or wft.state != WFT_STARTED or wft.request_id != task.request_id:
             raise TaskNotFoundError(f"workflow task of run {task.run_id} is no longer current")
         return rs, wft

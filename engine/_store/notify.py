@@ -40,11 +40,7 @@ class Notifier:
     def notify(self, channel: str, message: Any = None) -> None:
         """Wake every waiter on ``channel`` (callable from any thread). A ``message`` is
         kept for the waiters there are now (:meth:`message`), until a newer message."""
-        with self._lock:
-            waiters = self._take(channel, message)
-        for loop, fut in waiters:
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(_resolve, fut)
+        self.notify_many({channel}, None if message is None else {channel: message})
 
     def _take(
         self, channel: str, message: Any
@@ -123,11 +119,6 @@ class Notifier:
                     waiting.discard(entry)
                     if not waiting:
                         del self._waiters[channel]
-
-
-def _resolve(fut: asyncio.Future[bool]) -> None:
-    if not fut.done():
-        fut.set_result(True)
 
 
 def _resolve_all(futs: list[asyncio.Future[bool]]) -> None:
