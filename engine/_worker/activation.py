@@ -79,6 +79,10 @@ class ActivationThread:
         self._stopped = False
         #: Threads given up on because their code never yielded (still running it).
         self.abandoned = 0
+        #: One deadlock watchdog per event loop with activations in flight (a timer per
+        #: activation would cost a heap push and a cancel each), and how many are in flight.
+        self._watchdogs: dict[asyncio.AbstractEventLoop, asyncio.TimerHandle] = {}
+        self._inflight: dict[asyncio.AbstractEventLoop, int] = {}
 
     async def run(self, fn: Callable[..., T], *args: Any) -> tuple[T, float]:
         """``fn(*args)`` on the activation thread, and how long it ran (seconds, not
@@ -95,11 +99,20 @@ class ActivationThread:
             elif self._idle:
                 self._idle = False
                 self._cond.notify()
-        timer = loop.call_later(self.timeout, self._check, job)
+        self._inflight[loop] = self._inflight.get(loop, 0) + 1
+        if loop not in self._watchdogs:
+            self._watchdogs[loop] = loop.call_later(self.timeout, self._watch, loop)
         try:
             return await job.fut  # type: ignore[no-any-return]
         finally:
-            timer.cancel()
+            left = self._inflight[loop] - 1
+            if left:
+                self._inflight[loop] = left
+            else:
+                del self._inflight[loop]
+                watchdog = self._watchdogs.pop(loop, None)
+                if watchdog is not None:
+                    watchdog.cancel()
 
     def stop(self) -> None:
         """Let the thread finish what it runs and exit; queued activations are dropped."""
@@ -113,16 +126,23 @@ class ActivationThread:
 
     # -- deadlock detection (on the event loop) ----------------------------------------
 
-    def _check(self, job: _Job) -> None:
-        if job.fut.done():
-            return
-        started = job.started
-        now = time.monotonic()
-        if started is None or now - started < self.timeout:
-            # Still queued behind others, or started late: look again when it is due.
-            wait = self.timeout if started is None else self.timeout - (now - started)
-            job.loop.call_later(max(wait, 0.001), self._check, job)
-            return
+    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The watchdog of ``loop``'s activations: only the running one can be stuck, and
+        it is due ``timeout`` after it started; look again then while any is in flight."""
+        self._watchdogs.pop(loop, None)
+        job = self._current
+        wait = self.timeout  # nothing of this loop's is running: any job starts later
+        if job is not None and job.loop is loop and job.started is not None:
+            overdue = time.monotonic() - job.started
+            if overdue >= self.timeout and not job.fut.done():
+                self._give_up(job)
+            else:
+                wait = max(self.timeout - overdue, 0.001)
+        if self._inflight.get(loop):
+            self._watchdogs[loop] = loop.call_later(wait, self._watch, loop)
+
+    def _give_up(self, job: _Job) -> None:
+        """Fail ``job`` as a deadlock and leave its thread to itself."""
         with self._cond:
             if self._current is not job or job.fut.done():
                 return  # it finished just now

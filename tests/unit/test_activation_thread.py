@@ -104,3 +104,24 @@ async def test_stop_drops_what_is_queued() -> None:
         await queued
     with pytest.raises(RuntimeError, match="stopping"):
         await runner.run(lambda: None)
+
+
+async def test_each_activation_gets_the_whole_timeout_from_its_own_start() -> None:
+    # One watchdog serves all activations: a slow (but not stuck) one queued behind another
+    # is measured from when it began, not from when it was queued.
+    runner = ActivationThread(1.0)
+    try:
+        first = asyncio.ensure_future(runner.run(time.sleep, 0.6))
+        second = asyncio.ensure_future(runner.run(time.sleep, 0.6))
+        assert (await first)[0] is None and (await second)[0] is None
+        assert runner.abandoned == 0
+        # With nothing in flight the watchdog is gone; the next stuck code re-arms it.
+        gate = threading.Event()
+        try:
+            with pytest.raises(DeadlockDetected):
+                await runner.run(gate.wait, 30)
+        finally:
+            gate.set()
+        assert runner.abandoned == 1
+    finally:
+        runner.stop()
