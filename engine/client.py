@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ._replay.definitions import WorkflowDefinition
+from ._service.activity_ops import EagerWorkflowTask
 from ._service.clock import Clock
 from ._service.host import ServiceHost
 from ._service.service import Service
@@ -188,6 +189,15 @@ class Client:
 
     # -- starting -----------------------------------------------------------------------
 
+    def _eager_offer(self, task_queue: str) -> tuple[Any, EagerWorkflowTask] | None:
+        """A workflow poller of this client's on ``task_queue`` (in this process, on this
+        event loop) with a slot reserved for a run's first task; None if there is none."""
+        for poller in self.service.local_workflow_pollers.get((self.namespace, task_queue), ()):
+            offer = poller.offer_eager_start()
+            if offer is not None:
+                return poller, offer
+        return None
+
     async def start_workflow(
         self,
         workflow: Callable[..., Any] | str,
@@ -206,8 +216,16 @@ class Client:
         start_delay: timedelta | None = None,
         result_type: type | None = None,
         request_id: str | None = None,
+        request_eager_start: bool = True,
     ) -> WorkflowHandle:
-        """Start a run of ``workflow`` (a ``@workflow.run`` method, class, or type name)."""
+        """Start a run of ``workflow`` (a ``@workflow.run`` method, class, or type name).
+
+        ``request_eager_start``: when a worker of this client polls ``task_queue`` in this
+        process and has a free slot, the run's first workflow task is started for it in the
+        same transaction as the start (Temporal's eager workflow start; the history is the
+        same). On by default here, where client and worker usually share a process; pass
+        False to always go through the queue. Never with ``start_delay``.
+        """
         wf_type = definition_name(workflow)
         if result_type is None and not isinstance(workflow, str):
             result_type = WorkflowDefinition.of(workflow).return_type
@@ -226,31 +244,36 @@ class Client:
         if conflict == WorkflowIDConflictPolicy.UNSPECIFIED:
             conflict = WorkflowIDConflictPolicy.FAIL
         task_seconds = _seconds(task_timeout, "task_timeout")
-        result = await self.service.start_workflow(
-            StartWorkflowRequest(
-                namespace=self.namespace,
-                workflow_id=id,
-                workflow_type=wf_type,
-                task_queue=task_queue,
-                input=[p.to_json() for p in payloads],
-                id_reuse_policy=id_reuse_policy,
-                id_conflict_policy=conflict,
-                execution_timeout=_seconds(execution_timeout, "execution_timeout"),
-                run_timeout=_seconds(run_timeout, "run_timeout"),
-                task_timeout=task_seconds if task_seconds else 10.0,
-                retry_policy=retry_policy.to_json() if retry_policy else None,
-                memo={
-                    "fields": {
-                        k: self.data_converter.to_payload(v).to_json() for k, v in memo.items()
-                    }
-                }
-                if memo
-                else None,
-                identity=self.identity,
-                request_id=request_id or str(uuid.uuid4()),
-                start_delay=_seconds(start_delay, "start_delay") or 0.0,
-            )
+        request = StartWorkflowRequest(
+            namespace=self.namespace,
+            workflow_id=id,
+            workflow_type=wf_type,
+            task_queue=task_queue,
+            input=[p.to_json() for p in payloads],
+            id_reuse_policy=id_reuse_policy,
+            id_conflict_policy=conflict,
+            execution_timeout=_seconds(execution_timeout, "execution_timeout"),
+            run_timeout=_seconds(run_timeout, "run_timeout"),
+            task_timeout=task_seconds if task_seconds else 10.0,
+            retry_policy=retry_policy.to_json() if retry_policy else None,
+            memo={
+                "fields": {k: self.data_converter.to_payload(v).to_json() for k, v in memo.items()}
+            }
+            if memo
+            else None,
+            identity=self.identity,
+            request_id=request_id or str(uuid.uuid4()),
+            start_delay=_seconds(start_delay, "start_delay") or 0.0,
         )
+        eager = self._eager_offer(task_queue) if request_eager_start and not start_delay else None
+        try:
+            result = await self.service.start_workflow(request, eager[1] if eager else None)
+        except BaseException:
+            if eager is not None:
+                eager[0].settle_eager_start(None)  # the reserved slot goes back
+            raise
+        if eager is not None:
+            eager[0].settle_eager_start(result.task)
         return WorkflowHandle(
             self,
             id,

@@ -30,7 +30,7 @@ from ..exceptions import (
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
-from .activity_ops import ActivityOps
+from .activity_ops import ActivityOps, EagerWorkflowTask
 from .clock import Clock
 from .state import (
     UPDATE_COMPLETED,
@@ -66,16 +66,26 @@ class Service(WorkflowTaskOps, ActivityOps):
         self.clock = clock or Clock()
         self._namespaces: set[str] = set()
         self.close_watcher = CloseWatcher(self)
+        #: Workflow pollers of this process by (namespace, task queue): a start may hand a
+        #: new run's first workflow task straight to one (see :meth:`start_workflow`).
+        self.local_workflow_pollers: dict[tuple[str, str], list[Any]] = {}
 
     # =================================================================================
     # runs
     # =================================================================================
 
-    async def start_workflow(self, req: StartWorkflowRequest) -> StartWorkflowResult:
-        """Start a run, applying the id reuse and conflict policies."""
+    async def start_workflow(
+        self, req: StartWorkflowRequest, eager: EagerWorkflowTask | None = None
+    ) -> StartWorkflowResult:
+        """Start a run, applying the id reuse and conflict policies.
+
+        With ``eager`` (a worker of this process with a free slot on the run's task queue),
+        a new run's first workflow task is started for that worker in the same transaction
+        and returned in the result: no trip through the queue (Temporal's eager start).
+        """
         for attempt in range(3):
             try:
-                result = await self.store.transaction(self._start_workflow, req)
+                result = await self.store.transaction(self._start_workflow, req, None, eager)
                 break
             except StoreConflictError:
                 # Another start of the same workflow id won the race (PostgreSQL): run
@@ -86,7 +96,11 @@ class Service(WorkflowTaskOps, ActivityOps):
         return result
 
     def _start_workflow(
-        self, tx: StoreTx, req: StartWorkflowRequest, run_id: str | None = None
+        self,
+        tx: StoreTx,
+        req: StartWorkflowRequest,
+        run_id: str | None = None,
+        eager: EagerWorkflowTask | None = None,
     ) -> StartWorkflowResult:
         now = self.clock.now()
         if req.namespace not in self._namespaces:
@@ -169,10 +183,13 @@ class Service(WorkflowTaskOps, ActivityOps):
         attrs["firstWorkflowTaskBackoff"] = duration_to_json(req.start_delay)
         attrs["workflowId"] = req.workflow_id
         rs.add_event("WorkflowExecutionStarted", attrs)
+        if eager is not None and (req.start_delay > 0 or eager.task_queue != req.task_queue):
+            eager = None
         if req.start_delay > 0:
             add_timer(tx, now, run_id, "start_delay", 0, 1, now + req.start_delay, None)
         else:
-            rs.schedule_workflow_task()
+            # An eager start keeps the task row in memory: it is inserted already started.
+            rs.schedule_workflow_task(defer_insert=eager is not None)
         if req.run_timeout:
             add_timer(tx, now, run_id, "run_timeout", 0, 1, now + req.run_timeout, None)
         if req.execution_timeout:
@@ -181,8 +198,13 @@ class Service(WorkflowTaskOps, ActivityOps):
             first = tx.get_execution(first_run_id) if first_run_id != run_id else None
             began = float(first.start_time) if first is not None else now
             add_timer(tx, now, run_id, "run_timeout", 0, 1, began + req.execution_timeout, None)
-        rs.flush()
-        return StartWorkflowResult(run_id, started=True)
+        if eager is None:
+            rs.flush()
+            return StartWorkflowResult(run_id, started=True)
+        task = self._start_task(rs, eager.identity, eager.cached)
+        # Taken here: pollers of the queue need not wake for it.
+        tx.wakeups.discard(wft_channel(rs.namespace, rs.task_queue))
+        return StartWorkflowResult(run_id, started=True, task=task)
 
     def _check_reuse(self, tx: StoreTx, req: StartWorkflowRequest, now: float, last: Row) -> None:
         ns = tx.get_namespace(req.namespace)

@@ -49,6 +49,9 @@ class StartWorkflowResult:
 
     run_id: str
     started: bool
+    #: The run's first workflow task, already started for the worker that offered to take
+    #: it (an eager start), or None when it waits in the queue.
+    task: WorkflowTask | None = None
 
 
 @dataclass

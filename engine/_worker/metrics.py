@@ -27,6 +27,8 @@ class WorkerMetrics:
     activities_failed: int = 0
     workflow_polls: int = 0
     activity_polls: int = 0
+    #: New runs whose first workflow task a start in this process handed straight over.
+    eager_workflow_starts: int = 0
     schedule_to_start_ms: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -54,6 +56,7 @@ class WorkerMetrics:
             "activities_failed": self.activities_failed,
             "workflow_polls": self.workflow_polls,
             "activity_polls": self.activity_polls,
+            "eager_workflow_starts": self.eager_workflow_starts,
         }
 
     def record_schedule_to_start(self, ms: float) -> None:

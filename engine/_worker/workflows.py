@@ -29,6 +29,7 @@ from .._service.service import Service
 from .._service.state import wft_channel
 from .._service.types import QueryTask, WorkflowTask
 from .._service.workflow_tasks import TaskNotFoundError
+from .._store.notify import Notifier
 from ..converter import (
     MAX_PAYLOAD_BYTES,
     MAX_TRANSACTION_BYTES,
@@ -104,6 +105,7 @@ class WorkflowRunner:
         self._inflight: set[asyncio.Task[None]] = set()
         self._stopping = False
         self._reported_slow: set[str] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- definitions --------------------------------------------------------------------
 
@@ -120,11 +122,24 @@ class WorkflowRunner:
         """Poll until :meth:`stop`."""
         channel = wft_channel(self.namespace, self.task_queue)
         notifier = self.service.store.notifier
-        self._free_changed = asyncio.Event()
+        free_changed = self._free_changed = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        # Starts from this process may hand their first workflow task straight to us.
+        pollers = self.service.local_workflow_pollers.setdefault(
+            (self.namespace, self.task_queue), []
+        )
+        pollers.append(self)
+        try:
+            await self._poll(channel, notifier, free_changed)
+        finally:
+            if self in pollers:
+                pollers.remove(self)
+
+    async def _poll(self, channel: str, notifier: Notifier, free_changed: asyncio.Event) -> None:
         while not self._stopping:
             if self._free <= 0:
-                self._free_changed.clear()
-                await self._free_changed.wait()
+                free_changed.clear()
+                await free_changed.wait()
                 continue
             generation = notifier.generation(channel)
             limit = self._free
@@ -218,6 +233,25 @@ class WorkflowRunner:
         self._free -= 1
         return EagerWorkflowTask(self.task_queue, self.identity, self._cache_next)
 
+    def offer_eager_start(self) -> EagerWorkflowTask | None:
+        """Reserve a slot to take a new run's first workflow task from a start in this
+        process (on this worker's event loop), if one is free."""
+        if self._stopping or self._free <= 0:
+            return None
+        try:
+            if asyncio.get_running_loop() is not self._loop:
+                return None
+        except RuntimeError:
+            return None
+        self._free -= 1
+        return EagerWorkflowTask(self.task_queue, self.identity, self._cache_next)
+
+    def settle_eager_start(self, task: WorkflowTask | None) -> None:
+        """Like :meth:`settle_eager`, for the slot :meth:`offer_eager_start` reserved."""
+        if task is not None:
+            self.metrics.eager_workflow_starts += 1
+        self.settle_eager(task)
+
     def settle_eager(self, task: WorkflowTask | None) -> None:
         """Handle the task the service handed over, or give the reserved slot back."""
         if task is None:
@@ -228,6 +262,9 @@ class WorkflowRunner:
     def begin_stop(self) -> None:
         """Poll no more (a poll in flight still hands over what it claimed)."""
         self._stopping = True
+        pollers = self.service.local_workflow_pollers.get((self.namespace, self.task_queue))
+        if pollers and self in pollers:
+            pollers.remove(self)
         if self._free_changed is not None:
             self._free_changed.set()
         self.service.store.notifier.notify(wft_channel(self.namespace, self.task_queue))
