@@ -274,7 +274,7 @@ class Client:
             raise
         if eager is not None:
             eager[0].settle_eager_start(result.task)
-        return WorkflowHandle(
+        handle = WorkflowHandle(
             self,
             id,
             run_id=None,
@@ -282,6 +282,9 @@ class Client:
             first_execution_run_id=result.run_id,
             result_type=result_type,
         )
+        if result.started:
+            handle._started_run = result.run_id
+        return handle
 
     async def execute_workflow(
         self,
@@ -501,6 +504,9 @@ class WorkflowHandle:
         self.result_run_id = result_run_id
         self.first_execution_run_id = first_execution_run_id
         self._result_type = result_type
+        #: A run this handle's start created (in this process): until it closes, nothing
+        #: has notified its close channel, so a result need not read the run first.
+        self._started_run: str | None = None
 
     @property
     def client(self) -> Client:
@@ -523,14 +529,24 @@ class WorkflowHandle:
         client = self._client
         service = client.service
         notifier = client.store.notifier
+        # The run this handle started: its close channel's generation was 0 at the start,
+        # so wait from there without reading the run (a close in this process since then
+        # wakes at once with its outcome; one elsewhere is seen by the close watcher).
+        unread = run_id is not None and run_id == self._started_run
         while True:
             channel = closed_channel(run_id) if run_id else ""
-            generation = notifier.generation(channel)
-            row, event = await service.run_and_close_event(client.namespace, self.id, run_id)
-            run_id = row.run_id
-            status = WorkflowExecutionStatus(row.status)
-            new_run_id = row.new_run_id
+            event: HistoryEvent | None = None
+            if unread:
+                unread = False
+                generation, status, new_run_id = 0, WorkflowExecutionStatus.RUNNING, None
+            else:
+                generation = notifier.generation(channel)
+                row, event = await service.run_and_close_event(client.namespace, self.id, run_id)
+                run_id = row.run_id
+                status = WorkflowExecutionStatus(row.status)
+                new_run_id = row.new_run_id
             if status == WorkflowExecutionStatus.RUNNING:
+                assert run_id is not None
                 channel = closed_channel(run_id)
                 with service.close_watcher.watching(run_id):
                     woken = await notifier.wait(channel, 60.0, since=generation)

@@ -39,7 +39,8 @@ class Notifier:
 
     def notify(self, channel: str, message: Any = None) -> None:
         """Wake every waiter on ``channel`` (callable from any thread). A ``message`` is
-        kept for the waiters there are now (:meth:`message`), until a newer message."""
+        kept (:meth:`message`) until a newer one, or until it is among the oldest past
+        :attr:`MAX_MESSAGES`."""
         self.notify_many({channel}, None if message is None else {channel: message})
 
     def _take(
@@ -51,8 +52,9 @@ class Notifier:
         self._generations[channel] = self._counter
         waiters = self._waiters.pop(channel, set())
         # Without a message the last one stays: a close is announced once, and its echo
-        # from the PostgreSQL listener carries none.
-        if message is not None and waiters:
+        # from the PostgreSQL listener carries none. Kept with or without waiters: a result
+        # awaited just after the close takes it from here.
+        if message is not None:
             self._messages[channel] = message
             if len(self._messages) > self.MAX_MESSAGES:
                 self._messages.popitem(last=False)
@@ -83,9 +85,9 @@ class Notifier:
                 loop.call_soon_threadsafe(_resolve_all, futs)
 
     def message(self, channel: str) -> Any:
-        """What the last notification of ``channel`` with a message carried to the
-        waiters it woke, or None (none, forgotten, or only notifications from other
-        processes). Only channels announced once (a run's close) carry messages."""
+        """What the last notification of ``channel`` with a message carried, or None
+        (none, forgotten, or only notifications from other processes). Only channels
+        announced once (a run's close) carry messages."""
         with self._lock:
             return self._messages.get(channel)
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -254,6 +255,43 @@ async def test_results_small_and_large_reach_the_caller(client: Client, task_que
             # A second waiter after the close reads it from the history.
             again = client.get_workflow_handle(handle.id)
             assert await again.result() == "r" * size
+
+
+async def test_a_started_runs_result_needs_no_read_of_the_run(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handle from start_workflow waits for the close wake-up of its own run, without
+    reading the run first; the close brings the outcome, also to a result asked for after
+    the close. Without the outcome at hand (dropped here), it reads the history."""
+    service = client.service
+    reads: list[str | None] = []
+    real = service.run_and_close_event
+
+    async def counted(namespace: str, workflow_id: str, run_id: str | None) -> Any:
+        reads.append(run_id)
+        return await real(namespace, workflow_id, run_id)
+
+    monkeypatch.setattr(service, "run_and_close_event", counted)
+    async with Worker(client, task_queue=task_queue, workflows=[EchoWF]):
+        awaited = await client.start_workflow(
+            EchoWF.run, 3, id="await-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert await awaited.result() == "rrr"
+        later = await client.start_workflow(
+            EchoWF.run, 4, id="later-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        # Closed before its handle asks: another handle reads the run to see it close.
+        assert await client.get_workflow_handle(later.id).result() == "rrrr"
+        assert len(reads) == 1
+        assert await later.result() == "rrrr"
+        assert len(reads) == 1  # neither started handle read the run
+        dropped = await client.start_workflow(
+            EchoWF.run, 5, id="dropped-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert await client.get_workflow_handle(dropped.id).result() == "rrrrr"
+        client.store.notifier._messages.clear()  # as if evicted by a thousand later closes
+        assert await dropped.result() == "rrrrr"
+        assert reads[-1] == dropped.result_run_id and len(reads) == 3
 
 
 @workflow.defn
