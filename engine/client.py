@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ._json import loads as json_loads
 from ._replay.definitions import WorkflowDefinition
 from ._service.activity_ops import EagerWorkflowTask
 from ._service.clock import Clock
@@ -560,7 +561,7 @@ class WorkflowHandle:
                     outcome.event_id,
                     outcome.event_time,
                     outcome.event_type,
-                    json.loads(outcome.attributes),
+                    json_loads(outcome.attributes),
                 )
             if new_run_id and follow_runs:
                 run_id = new_run_id  # continued as new, or failed and retried

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any, ClassVar, TypeVar
 
+from ._json import compact_dumps
 from .common import duration_from_json, duration_to_json
 from .exceptions import (
     ActivityError,
@@ -211,7 +212,7 @@ def _json_default(value: Any) -> Any:
 
 
 # Built once: json.dumps with options would build an encoder for every payload.
-_PAYLOAD_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True, default=_json_default)
+_payload_json = compact_dumps(sort_keys=True, default=_json_default)
 
 
 _hint_cache: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
@@ -365,7 +366,7 @@ class PayloadConverter:
             return Payload(metadata={"encoding": _ENCODING_NULL.encode()})
         if isinstance(value, bytes | bytearray):
             return Payload(metadata={"encoding": _ENCODING_BINARY.encode()}, data=bytes(value))
-        data = _PAYLOAD_JSON.encode(value)
+        data = _payload_json(value)
         return Payload(metadata={"encoding": _ENCODING_JSON.encode()}, data=data.encode())
 
     def to_payloads(self, values: Sequence[Any]) -> list[Payload]:

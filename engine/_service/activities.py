@@ -7,11 +7,11 @@ and the previous failure. Every attempt is also kept in ``dn_activity_attempts``
 
 from __future__ import annotations
 
-import json
 import uuid
 from types import SimpleNamespace
 from typing import Any
 
+from .._json import loads as json_loads
 from .._replay import commands as cmd
 from .._store.schema import ACT_BACKOFF, ACT_SCHEDULED, ACT_STARTED
 from .._store.tx import Row, StoreTx
@@ -254,14 +254,14 @@ def start_attempt(
         task_queue=act.task_queue,
         scheduled_event_id=act.scheduled_event_id,
         attempt=act.attempt,
-        input=json.loads(act.input),
+        input=json_loads(act.input),
         scheduled_time=act.scheduled_time,
         current_attempt_scheduled_time=act.attempt_scheduled_time,
         started_time=now,
         schedule_to_close=act.schedule_to_close,
         start_to_close=act.start_to_close,
         heartbeat_timeout=act.heartbeat_timeout,
-        heartbeat_details=json.loads(act.heartbeat_details) if act.heartbeat_details else [],
+        heartbeat_details=json_loads(act.heartbeat_details) if act.heartbeat_details else [],
         request_id=request_id,
     )
 
@@ -293,7 +293,7 @@ def _started_event(rs: RunState, act: Row) -> int | None:
         "attempt": int(act.attempt),
     }
     if act.last_failure:
-        attrs["lastFailure"] = json.loads(act.last_failure)
+        attrs["lastFailure"] = json_loads(act.last_failure)
     # Written when the activity closes, dated when its last attempt started (as Temporal).
     return rs.record("ActivityTaskStarted", attrs, act.started_time)
 
@@ -334,7 +334,7 @@ def canceled(rs: RunState, act: Row, details: list[JsonDict]) -> None:
     requested = [
         e.event_id
         for e in rs.tx.events_of_type(rs.run_id, "ActivityTaskCancelRequested")
-        if json.loads(e.attributes).get("scheduledEventId") == str(act.scheduled_event_id)
+        if json_loads(e.attributes).get("scheduledEventId") == str(act.scheduled_event_id)
     ]
     if requested:
         attrs["latestCancelRequestedEventId"] = str(requested[-1])
@@ -354,7 +354,7 @@ def failed(
     timeout_type: TimeoutType | None = None,
 ) -> None:
     """The attempt failed or timed out: retry per policy, or record the final outcome."""
-    policy = RetryPolicy.from_json(json.loads(act.retry_policy))
+    policy = RetryPolicy.from_json(json_loads(act.retry_policy))
     info = failure.get("applicationFailureInfo") or {}
     error_type = info.get("type") if info else None
     if timeout_type is not None:
@@ -443,7 +443,7 @@ def timeout_failure(timeout_type: TimeoutType, act: Row, cause: JsonDict | None 
     }
     info: JsonDict = {"timeoutType": "TIMEOUT_TYPE_" + timeout_type.name}
     if act.heartbeat_details:
-        info["lastHeartbeatDetails"] = {"payloads": json.loads(act.heartbeat_details)}
+        info["lastHeartbeatDetails"] = {"payloads": json_loads(act.heartbeat_details)}
     failure: JsonDict = {
         "message": f"activity {words[timeout_type]} timeout",
         "source": "Server",
@@ -456,7 +456,7 @@ def timeout_failure(timeout_type: TimeoutType, act: Row, cause: JsonDict | None 
 
 def timed_out(rs: RunState, act: Row, timeout_type: TimeoutType) -> None:
     """A timeout timer fired for a current activity."""
-    last = json.loads(act.last_failure) if act.last_failure else None
+    last = json_loads(act.last_failure) if act.last_failure else None
     if timeout_type in (TimeoutType.START_TO_CLOSE, TimeoutType.HEARTBEAT):
         failed(rs, act, timeout_failure(timeout_type, act), timeout_type=timeout_type)
         return

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
+from .._json import loads as json_loads
 from .._replay.events import HistoryEvent
 from .._store.gateway import Store
 from .._store.schema import WFT_STARTED
@@ -423,7 +424,7 @@ class Service(WorkflowTaskOps, ActivityOps):
                 generation = notifier.generation(channel)
                 row = await self.store.transaction(lambda tx: tx.get_update(row_id))
                 if row is not None and row.state in (UPDATE_COMPLETED, UPDATE_REJECTED):
-                    return dict(json.loads(row.outcome or "{}"))
+                    return dict(json_loads(row.outcome or "{}"))
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise WorkflowUpdateFailedError(
@@ -478,9 +479,9 @@ class Service(WorkflowTaskOps, ActivityOps):
                 if row is not None and row.state == 3:
                     if row.failure:
                         raise WorkflowQueryFailedError(
-                            json.loads(row.failure).get("message", "failed")
+                            json_loads(row.failure).get("message", "failed")
                         )
-                    return list(json.loads(row.answer or "[]"))
+                    return list(json_loads(row.answer or "[]"))
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise WorkflowQueryFailedError(
@@ -532,7 +533,7 @@ class Service(WorkflowTaskOps, ActivityOps):
                         "started_time": _dt(r.started_time),
                         "ended_time": _dt(r.ended_time),
                         "outcome": r.outcome,
-                        "failure": json.loads(r.failure) if r.failure else None,
+                        "failure": json_loads(r.failure) if r.failure else None,
                     }
                 )
             return out
@@ -551,7 +552,7 @@ class Service(WorkflowTaskOps, ActivityOps):
             event = tx.close_event(row.run_id) or tx.last_event(row.run_id)
             if event is None:
                 return row, None
-            attrs = json.loads(event.attributes)
+            attrs = json_loads(event.attributes)
             return row, HistoryEvent(event.event_id, event.event_time, event.event_type, attrs)
 
         return await self.store.transaction(fn)
@@ -573,9 +574,9 @@ class Service(WorkflowTaskOps, ActivityOps):
                     "scheduled_event_id": act.scheduled_event_id,
                     "state": {1: "SCHEDULED", 2: "STARTED", 3: "BACKOFF"}[act.state],
                     "attempt": act.attempt,
-                    "last_failure": json.loads(act.last_failure) if act.last_failure else None,
+                    "last_failure": json_loads(act.last_failure) if act.last_failure else None,
                     "last_heartbeat_time": act.last_heartbeat_time,
-                    "heartbeat_details": json.loads(act.heartbeat_details)
+                    "heartbeat_details": json_loads(act.heartbeat_details)
                     if act.heartbeat_details
                     else [],
                     "cancel_requested": bool(act.cancel_requested),

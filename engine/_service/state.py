@@ -6,7 +6,6 @@ events through it, and calls :meth:`RunState.flush` before the transaction commi
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import uuid
@@ -14,6 +13,8 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
+from .._json import compact_dumps
+from .._json import loads as json_loads
 from .._store.schema import WFT_SCHEDULED, WFT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import WorkflowExecutionStatus, duration_to_json
@@ -33,13 +34,8 @@ SUGGEST_CAN_BYTES = 4 * 1024 * 1024
 WFT_RETRY_MAX_DELAY = 10.0
 
 
-# One encoder for every call: json.dumps with any non-default option builds a new one.
-_COMPACT = json.JSONEncoder(separators=(",", ":"))
-
-
-def dumps(obj: Any) -> str:
-    """Compact JSON, as stored in the attributes column."""
-    return _COMPACT.encode(obj)
+#: Compact JSON, as stored in the attributes column.
+dumps = compact_dumps()
 
 
 def task_queue_json(name: str) -> JsonDict:
@@ -319,7 +315,7 @@ class RunState:
         rows = self.tx.take_buffered(self.run_id)
         started_ids: dict[str, int] = {}
         for row in rows:
-            attrs = json.loads(row.attributes)
+            attrs = json_loads(row.attributes)
             if row.event_type == "ActivityTaskStarted":
                 # Ids are only known now: patch the close event that refers to this start.
                 event_id = self.next_event_id
@@ -364,7 +360,7 @@ class RunState:
             outcome = RunOutcome(int(status), new_run_id, *self._events[-1])
         self.tx.wake(closed_channel(self.run_id), outcome)
         # The parent (if any) hears of it on flush.
-        self._closed_with = (status, json.loads(self._events[-1][3]) if self._events else {})
+        self._closed_with = (status, json_loads(self._events[-1][3]) if self._events else {})
 
     def child_started(self) -> None:
         """A child run was started in this change (after a close, if abandoned)."""

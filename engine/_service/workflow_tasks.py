@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._json import loads as json_loads
 from .._replay import commands as cmd
 from .._replay.events import HistoryEvent
 from .._store.gateway import Store
@@ -124,7 +125,7 @@ class WorkflowTaskOps(ChildOps):
                     namespace=namespace,
                     task_queue=task_queue,
                     query_type=q.query_type,
-                    args=json.loads(q.args),
+                    args=json_loads(q.args),
                 )
             )
         for run_id in tx.next_workflow_tasks(namespace, task_queue, now, limit) if limit else ():
@@ -182,13 +183,13 @@ class WorkflowTaskOps(ChildOps):
             first = 1
         fresh = rs.first_new_event_id  # events from here on were written by this change
         events = _read_history(tx, run_id, first, fresh - 1) if first < fresh else []
-        events += [HistoryEvent(i, t, k, json.loads(a)) for i, t, k, a in rs.written if i >= first]
+        events += [HistoryEvent(i, t, k, json_loads(a)) for i, t, k, a in rs.written if i >= first]
         events += transient
         updates = [
             {
                 "update_id": u.update_id,
                 "name": u.name,
-                "args": json.loads(u.args),
+                "args": json_loads(u.args),
                 "identity": u.identity,
             }
             for u in (tx.updates_of_run(run_id, UPDATE_REQUESTED) if rs.has_updates else ())
@@ -495,7 +496,7 @@ class WorkflowTaskOps(ChildOps):
         Workflows have no retry policy unless one was given when they were started.
         """
         first = rs.tx.first_event(rs.run_id)
-        started = json.loads(first.attributes) if first is not None else {}
+        started = json_loads(first.attributes) if first is not None else {}
         policy_json = started.get("retryPolicy")
         if not policy_json:
             return "RETRY_STATE_RETRY_POLICY_NOT_SET", None
@@ -513,7 +514,7 @@ class WorkflowTaskOps(ChildOps):
         failure, delay = rs.retry
         first = tx.first_event(rs.run_id)
         assert first is not None
-        started = json.loads(first.attributes)
+        started = json_loads(first.attributes)
         row = rs.row
 
         def seconds(key: str) -> float | None:
@@ -633,7 +634,7 @@ def _user_timer_started_id(rs: RunState, timer_id: str) -> int:
 
 def _accepted_event_id(rs: RunState, update_id: str) -> int:
     for row in rs.tx.events_of_type(rs.run_id, "WorkflowExecutionUpdateAccepted"):
-        if json.loads(row.attributes).get("protocolInstanceId") == update_id:
+        if json_loads(row.attributes).get("protocolInstanceId") == update_id:
             return int(row.event_id)
     return 0
 
@@ -642,6 +643,6 @@ def _read_history(
     tx: StoreTx, run_id: str, first_event_id: int = 1, last_event_id: int | None = None
 ) -> list[HistoryEvent]:
     return [
-        HistoryEvent(r.event_id, r.event_time, r.event_type, json.loads(r.attributes))
+        HistoryEvent(r.event_id, r.event_time, r.event_type, json_loads(r.attributes))
         for r in tx.read_events(run_id, first_event_id, last_event_id)
     ]

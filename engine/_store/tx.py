@@ -8,7 +8,6 @@ than the database work itself).
 
 from __future__ import annotations
 
-import json
 import operator
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -17,6 +16,7 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 
+from .._json import loads as json_loads
 from .queries import (
     _EXEC_COLS,
     _N_EXEC_COLS,
@@ -366,7 +366,7 @@ class StoreTx:
         for row in self._q(READ_BUFFERED, {"run_id": run_id}).fetchall():
             if row.event_type != "TimerFired":
                 continue
-            attrs = json.loads(row.attributes)
+            attrs = json_loads(row.attributes)
             if attrs.get("timerId") == timer_id:
                 self._q(DELETE_BUFFERED_ONE, {"id": row.id})
                 return int(attrs.get("startedEventId", 0))

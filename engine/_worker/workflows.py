@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._json import loads as json_loads
 from .._replay import commands as cmd
 from .._replay.definitions import WorkflowDefinition
 from .._replay.driver import CacheMismatchError, HistoryDriver
@@ -368,7 +368,7 @@ class WorkflowRunner:
             # The task was claimed after the worker noted its completion's events: they
             # come first (else the store read them back and they are in task.events).
             if events and events[0].event_id == written[-1][0] + 1:
-                events = [HistoryEvent(i, t, k, json.loads(a)) for i, t, k, a in written] + events
+                events = [HistoryEvent(i, t, k, json_loads(a)) for i, t, k, a in written] + events
         if entry is not None and events and events[0].event_id == entry.driver.next_event_id:
             self.metrics.sticky_cache_hit += 1
             self._cache.move_to_end(task.run_id)
