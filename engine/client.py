@@ -15,12 +15,12 @@ import json
 import math
 import os
 import socket
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ._ids import random_uuid
 from ._json import loads as json_loads
 from ._replay.definitions import WorkflowDefinition
 from ._service.activity_ops import EagerWorkflowTask
@@ -263,7 +263,7 @@ class Client:
             if memo
             else None,
             identity=self.identity,
-            request_id=request_id or str(uuid.uuid4()),
+            request_id=request_id or random_uuid(),
             start_delay=_seconds(start_delay, "start_delay") or 0.0,
         )
         eager = self._eager_offer(task_queue) if request_eager_start and not start_delay else None
@@ -690,7 +690,7 @@ class WorkflowHandle:
             self.run_id,
             name,
             [p.to_json() for p in payloads],
-            id or str(uuid.uuid4()),
+            id or random_uuid(),
             self._client.identity,
             timeout.total_seconds(),
         )

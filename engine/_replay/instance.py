@@ -113,9 +113,7 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         self._rejections: list[tuple[str, JsonDict]] = []
         self._object: Any = None
         self._info: workflow.Info | None = None
-        self._rng = _random.Random(
-            uuid.UUID(run_id).int if _is_uuid(run_id) else zlib.crc32(run_id.encode())
-        )
+        self._rng: _random.Random | None = None  # made on first use (most runs never ask)
         self._patches_seen: set[str] = set()
         self._patches_memo: dict[str, bool] = {}
         self._history_length = 0
@@ -278,7 +276,12 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         return datetime.fromtimestamp(self._now, UTC)
 
     def random(self) -> _random.Random:
-        """The run's deterministic random generator."""
+        """The run's deterministic random generator, seeded from the run id."""
+        if self._rng is None:
+            run_id = self.run_id
+            self._rng = _random.Random(
+                uuid.UUID(run_id).int if _is_uuid(run_id) else zlib.crc32(run_id.encode())
+            )
         return self._rng
 
     def is_replaying(self) -> bool:

@@ -7,10 +7,10 @@ and the previous failure. Every attempt is also kept in ``dn_activity_attempts``
 
 from __future__ import annotations
 
-import uuid
 from types import SimpleNamespace
 from typing import Any
 
+from .._ids import random_uuid
 from .._json import loads as json_loads
 from .._replay import commands as cmd
 from .._store.schema import ACT_BACKOFF, ACT_SCHEDULED, ACT_STARTED
@@ -108,7 +108,7 @@ def schedule(
             identity=start_for,
             timeout_at=now + start_to_close if start_to_close else None,
         )
-        values["request_id"] = str(uuid.uuid4())
+        values["request_id"] = random_uuid()
         rs.tx.insert_activity_task(**values)
         started = start_attempt(rs.tx, SimpleNamespace(**values), start_for, now, marked=True)
     else:
@@ -205,7 +205,7 @@ def start_attempt(
     if marked:
         request_id = str(act.request_id)
     else:
-        request_id = str(uuid.uuid4())
+        request_id = random_uuid()
         tx.update_activity_task(
             act.run_id,
             act.scheduled_event_id,

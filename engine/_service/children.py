@@ -3,10 +3,10 @@ that reach beyond the run (a mixin of :class:`~engine._service.service.Service`)
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any
 
+from .._ids import random_uuid
 from .._replay import commands as cmd
 from ..common import WorkflowExecutionStatus, WorkflowIDReusePolicy, duration_to_json
 from ..exceptions import WorkflowAlreadyStartedError
@@ -68,7 +68,7 @@ class ChildOps:
                 run_timeout=c.run_timeout,
                 task_timeout=c.task_timeout or 10.0,
                 identity=identity,
-                request_id=str(uuid.uuid4()),
+                request_id=random_uuid(),
                 parent_workflow_id=rs.workflow_id,
                 parent_run_id=rs.run_id,
                 parent_initiated_event_id=initiated,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
+from .._ids import random_uuid
 from .._json import loads as json_loads
 from .._replay.events import HistoryEvent
 from .._store.gateway import Store
@@ -258,7 +258,7 @@ class Service(WorkflowTaskOps, ActivityOps):
                 "signalName": name,
                 "input": {"payloads": args},
                 "identity": identity,
-                "requestId": str(uuid.uuid4()),
+                "requestId": random_uuid(),
             },
         )
         rs.flush()

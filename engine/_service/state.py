@@ -6,13 +6,11 @@ events through it, and calls :meth:`RunState.flush` before the transaction commi
 
 from __future__ import annotations
 
-import os
-import time
-import uuid
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
+from .._ids import time_ordered_uuid
 from .._json import compact_dumps
 from .._json import loads as json_loads
 from .._store.schema import WFT_SCHEDULED, WFT_STARTED
@@ -490,18 +488,9 @@ def started_attributes(
 
 
 def new_run_id() -> str:
-    """A fresh run id: a UUID version 7 (RFC 9562), whose first 48 bits are the Unix time in
-    milliseconds and the other 74 random. Time-ordered ids put a new run's rows next to the
-    last run's in every index keyed by run id, so a commit dirties a few pages at the end of
-    each index, not one page per run scattered through it (about a third less SQLite work
-    per run under load). Like Temporal's run ids it is opaque: only its uniqueness counts."""
-    ms = time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(10), "big")  # 80 bits; 74 are used
-    value = (
-        (ms & 0xFFFF_FFFF_FFFF) << 80
-        | 0x7 << 76  # version
-        | ((rand >> 62) & 0xFFF) << 64  # rand_a
-        | 0b10 << 62  # variant
-        | (rand & ((1 << 62) - 1))  # rand_b
-    )
-    return str(uuid.UUID(int=value))
+    """A fresh run id: a UUID version 7 (RFC 9562), time-ordered. Time-ordered ids put a
+    new run's rows next to the last run's in every index keyed by run id, so a commit
+    dirties a few pages at the end of each index, not one page per run scattered through
+    it (about a third less SQLite work per run under load). Like Temporal's run ids it is
+    opaque: only its uniqueness counts."""
+    return time_ordered_uuid()

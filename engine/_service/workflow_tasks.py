@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._ids import random_uuid
 from .._json import loads as json_loads
 from .._replay import commands as cmd
 from .._replay.events import HistoryEvent
@@ -142,7 +142,7 @@ class WorkflowTaskOps(ChildOps):
         row = rs.row
         wft = rs.workflow_task()
         assert wft is not None and wft.state == WFT_SCHEDULED
-        request_id = str(uuid.uuid4())
+        request_id = random_uuid()
         attempt = int(wft.attempt)
         transient: list[HistoryEvent] = []
         if attempt == 1:

@@ -1,4 +1,5 @@
-"""Run ids are UUID version 7: valid UUIDs, unique, and ordered by creation time."""
+"""Run ids are UUID version 7: valid UUIDs, unique, and ordered by creation time; request
+ids are random UUIDs (version 4)."""
 
 from __future__ import annotations
 
@@ -24,3 +25,13 @@ def test_run_ids_are_unique_and_sort_by_creation_time() -> None:
     later = new_run_id()
     assert len(set(first)) == len(first)
     assert later > max(first)
+
+
+def test_request_ids_are_random_uuid4_texts() -> None:
+    from engine._ids import random_uuid
+
+    ids = [random_uuid() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for text in ids[:50]:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122
