@@ -30,6 +30,7 @@ from ._service.service import Service
 from ._service.state import closed_channel
 from ._service.types import StartWorkflowRequest
 from ._store.gateway import Store, release_store, shared_store
+from ._worker.workflows import handed_task
 from .common import (
     RetryPolicy,
     WorkflowExecutionStatus,
@@ -267,14 +268,17 @@ class Client:
             start_delay=_seconds(start_delay, "start_delay") or 0.0,
         )
         eager = self._eager_offer(task_queue) if request_eager_start and not start_delay else None
-        try:
-            result = await self.service.start_workflow(request, eager[1] if eager else None)
-        except BaseException:
-            if eager is not None:
-                eager[0].settle_eager_start(None)  # the reserved slot goes back
-            raise
-        if eager is not None:
-            eager[0].settle_eager_start(result.task)
+        if eager is None:
+            result = await self.service.start_workflow(request, None)
+        else:
+            poller, offer = eager
+            # The reserved slot is settled when the start commits (its task handed over,
+            # or the slot given back), even if this coroutine is cancelled meanwhile.
+            pending = asyncio.ensure_future(self.service.start_workflow(request, offer))
+            pending.add_done_callback(
+                lambda f: poller.settle_eager_start(t.task if (t := handed_task(f)) else None)
+            )
+            result = await asyncio.shield(pending)
         handle = WorkflowHandle(
             self,
             id,
@@ -284,7 +288,7 @@ class Client:
             result_type=result_type,
         )
         if result.started:
-            handle._started_run = result.run_id
+            handle._started_run, handle._started_queue = result.run_id, task_queue
         return handle
 
     async def execute_workflow(
@@ -505,9 +509,10 @@ class WorkflowHandle:
         self.result_run_id = result_run_id
         self.first_execution_run_id = first_execution_run_id
         self._result_type = result_type
-        #: A run this handle's start created (in this process): until it closes, nothing
-        #: has notified its close channel, so a result need not read the run first.
+        #: A run this handle's start created (in this process), and its task queue: until
+        #: it closes, nothing has notified its close channel (see :meth:`_wait_result`).
         self._started_run: str | None = None
+        self._started_queue = ""
 
     @property
     def client(self) -> Client:
@@ -530,16 +535,23 @@ class WorkflowHandle:
         client = self._client
         service = client.service
         notifier = client.store.notifier
-        # The run this handle started: its close channel's generation was 0 at the start,
-        # so wait from there without reading the run (a close in this process since then
-        # wakes at once with its outcome; one elsewhere is seen by the close watcher).
-        unread = run_id is not None and run_id == self._started_run
+        # The run this handle started, with a worker of this process on its queue: nothing
+        # announced its close before it existed, so wait from generation 0 without reading
+        # the run first (a close in this process wakes at once with its outcome; one made
+        # elsewhere is seen by the close watcher, then read).
+        unread = (
+            run_id is not None
+            and run_id == self._started_run
+            and bool(service.local_workflow_pollers.get((client.namespace, self._started_queue)))
+        )
         while True:
             channel = closed_channel(run_id) if run_id else ""
             event: HistoryEvent | None = None
+            outcome: Any = None
             if unread:
                 unread = False
                 generation, status, new_run_id = 0, WorkflowExecutionStatus.RUNNING, None
+                outcome = notifier.message(channel)  # closed already, here
             else:
                 generation = notifier.generation(channel)
                 row, event = await service.run_and_close_event(client.namespace, self.id, run_id)
@@ -549,10 +561,11 @@ class WorkflowHandle:
             if status == WorkflowExecutionStatus.RUNNING:
                 assert run_id is not None
                 channel = closed_channel(run_id)
-                with service.close_watcher.watching(run_id):
-                    woken = await notifier.wait(channel, 60.0, since=generation)
-                # A close in this process brings its outcome along: no read needed.
-                outcome = notifier.message(channel) if woken else None
+                if outcome is None:
+                    with service.close_watcher.watching(run_id):
+                        woken = await notifier.wait(channel, 60.0, since=generation)
+                    # A close in this process brings its outcome along: no read needed.
+                    outcome = notifier.message(channel) if woken else None
                 if outcome is None:
                     continue
                 status = WorkflowExecutionStatus(outcome.status)

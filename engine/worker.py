@@ -7,6 +7,7 @@ import contextlib
 import gc
 import logging
 import os
+import sys
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -49,10 +50,13 @@ def _freeze_startup_objects() -> None:
     come often, and each walked every object in the process: about a tenth of a busy
     worker's time went there. Frozen objects are still freed when their last reference
     goes; only a reference cycle among them would stay. ``DURABLE_GC_FREEZE=0`` turns
-    this off.
+    this off. Not done in a Jupyter kernel (``ipykernel`` loaded): there the objects alive
+    are the user's session, which must stay collectable.
     """
     global _gc_frozen
     if _gc_frozen or os.environ.get("DURABLE_GC_FREEZE", "1").strip() == "0":
+        return
+    if "ipykernel" in sys.modules:
         return
     _gc_frozen = True
     gc.collect()

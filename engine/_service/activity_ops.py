@@ -12,7 +12,7 @@ from .._store.tx import Row, StoreTx
 from ..common import WorkflowExecutionStatus
 from . import activities, timers
 from .clock import Clock
-from .state import RunState, wft_channel
+from .state import RunState
 from .types import ActivityTask, WorkflowTask
 
 JsonDict = dict[str, Any]
@@ -97,10 +97,8 @@ class ActivityOps:
             ):
                 rs.flush()
                 return None
-            started = self._start_task(rs, eager.identity, eager.cached)
-            # Taken here: pollers of the queue need not wake for it.
-            tx.wakeups.discard(wft_channel(rs.namespace, rs.task_queue))
-            return started
+            # Started here (its row is written started): pollers of the queue are not woken.
+            return self._start_task(rs, eager.identity, eager.cached)
 
         return await self.store.transaction(fn)
 

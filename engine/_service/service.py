@@ -202,9 +202,8 @@ class Service(WorkflowTaskOps, ActivityOps):
         if eager is None:
             rs.flush()
             return StartWorkflowResult(run_id, started=True)
+        # Started here (its row is written started): pollers of the queue are not woken.
         task = self._start_task(rs, eager.identity, eager.cached)
-        # Taken here: pollers of the queue need not wake for it.
-        tx.wakeups.discard(wft_channel(rs.namespace, rs.task_queue))
         return StartWorkflowResult(run_id, started=True, task=task)
 
     def _check_reuse(self, tx: StoreTx, req: StartWorkflowRequest, now: float, last: Row) -> None:

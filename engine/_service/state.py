@@ -278,8 +278,9 @@ class RunState:
             self._wft_loaded = False
         if delay > 0:
             add_timer(self.tx, self.now, self.run_id, "wft_retry", 0, attempt, visible_at, None)
-        else:
+        elif self._wft_insert is None:
             self.tx.wake(wft_channel(self.namespace, self.task_queue))
+        # A deferred row wakes the queue's pollers only if it is written unstarted (flush).
 
     def update_workflow_task(self, **values: Any) -> None:
         """Change the run's workflow task (writing a deferred insert, if any, at once)."""
@@ -371,8 +372,10 @@ class RunState:
     def flush(self) -> None:
         """Write events and run changes; schedule a workflow task if one is wanted."""
         if self._wft_insert is not None:
+            # Deferred for an eager hand-off that did not happen: it waits in the queue.
             self.tx.insert_workflow_task(**self._wft_insert)
             self._wft_insert = None
+            self.tx.wake(wft_channel(self.namespace, self.task_queue))
         if self.wft_wanted and self.is_open:
             self.schedule_workflow_task()
         self.wft_wanted = False

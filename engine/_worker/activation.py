@@ -134,7 +134,9 @@ class ActivationThread:
         wait = self.timeout  # nothing of this loop's is running: any job starts later
         if job is not None and job.loop is loop and job.started is not None:
             overdue = time.monotonic() - job.started
-            if overdue >= self.timeout and not job.fut.done():
+            if overdue >= self.timeout:
+                # Also when its caller stopped waiting (cancelled): the code still holds the
+                # thread, and what is queued behind it must not wait for it.
                 self._give_up(job)
             else:
                 wait = max(self.timeout - overdue, 0.001)
@@ -144,7 +146,7 @@ class ActivationThread:
     def _give_up(self, job: _Job) -> None:
         """Fail ``job`` as a deadlock and leave its thread to itself."""
         with self._cond:
-            if self._current is not job or job.fut.done():
+            if self._current is not job:
                 return  # it finished just now
             thread = self._thread
             frame = sys._current_frames().get(thread.ident) if thread and thread.ident else None
@@ -163,7 +165,8 @@ class ActivationThread:
                 "still running): each holds a thread until its code returns",
                 self.abandoned,
             )
-        job.fut.set_exception(DeadlockDetected(self.timeout, where, stack))
+        if not job.fut.done():
+            job.fut.set_exception(DeadlockDetected(self.timeout, where, stack))
 
     # -- the thread --------------------------------------------------------------------
 

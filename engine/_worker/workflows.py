@@ -106,6 +106,8 @@ class WorkflowRunner:
         self._stopping = False
         self._reported_slow: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: Slots reserved for eager hand-offs not settled yet.
+        self._eager_reserved = 0
 
     # -- definitions --------------------------------------------------------------------
 
@@ -231,6 +233,7 @@ class WorkflowRunner:
         if self._stopping or self._free <= 0 or run_id not in self._cache_next:
             return None
         self._free -= 1
+        self._eager_reserved += 1
         return EagerWorkflowTask(self.task_queue, self.identity, self._cache_next)
 
     def offer_eager_start(self) -> EagerWorkflowTask | None:
@@ -244,6 +247,7 @@ class WorkflowRunner:
         except RuntimeError:
             return None
         self._free -= 1
+        self._eager_reserved += 1
         return EagerWorkflowTask(self.task_queue, self.identity, self._cache_next)
 
     def settle_eager_start(self, task: WorkflowTask | None) -> None:
@@ -253,7 +257,11 @@ class WorkflowRunner:
         self.settle_eager(task)
 
     def settle_eager(self, task: WorkflowTask | None) -> None:
-        """Handle the task the service handed over, or give the reserved slot back."""
+        """Handle the task the service handed over, or give the reserved slot back.
+
+        A worker that began stopping meanwhile still runs the task: :meth:`stop` waits for
+        reserved slots to settle before it waits for running tasks."""
+        self._eager_reserved -= 1
         if task is None:
             self._release(1)
         else:
@@ -272,6 +280,11 @@ class WorkflowRunner:
     async def stop(self) -> None:
         """Stop polling and let running workflow tasks finish."""
         self.begin_stop()
+        deadline = asyncio.get_running_loop().time() + self.deadlock_timeout + 5
+        # Eager hand-offs in flight (a start or an activity outcome still committing) bring
+        # their task here when they commit: wait for them, then for the tasks running.
+        while self._eager_reserved > 0 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.005)
         if self._inflight:
             await asyncio.wait(list(self._inflight), timeout=self.deadlock_timeout + 5)
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -521,3 +534,10 @@ def _json_payload_size(payload: dict[str, object]) -> int:
         for key, value in metadata.items():
             size += len(str(key).encode()) + _b64_size(value)
     return size
+
+
+def handed_task(done: asyncio.Future[Any]) -> Any:
+    """What a finished eager hand-off returned: its task, or None (failed or cancelled)."""
+    if done.cancelled() or done.exception() is not None:
+        return None
+    return done.result()

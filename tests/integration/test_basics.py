@@ -292,6 +292,19 @@ async def test_a_started_runs_result_needs_no_read_of_the_run(
         client.store.notifier._messages.clear()  # as if evicted by a thousand later closes
         assert await dropped.result() == "rrrrr"
         assert reads[-1] == dropped.result_run_id and len(reads) == 3
+    # With no worker of this process on its queue (another process may close it), the
+    # result reads the run first, as a handle from get_workflow_handle does.
+    remote = await client.start_workflow(
+        EchoWF.run, 2, id="remote-" + uuid.uuid4().hex, task_queue=task_queue
+    )
+    waiting = asyncio.ensure_future(remote.result())
+    for _ in range(2000):
+        if len(reads) == 4:
+            break
+        await asyncio.sleep(0.005)
+    assert reads[-1] == remote.result_run_id
+    async with Worker(client, task_queue=task_queue, workflows=[EchoWF]):
+        assert await asyncio.wait_for(waiting, 60) == "rr"
 
 
 @workflow.defn

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -123,3 +124,60 @@ async def test_no_eager_start_with_a_start_delay_or_for_another_queue(
         assert other.metrics.eager_workflow_starts == 0
         history = (await delayed.fetch_history()).events
         assert history[0].attributes["firstWorkflowTaskBackoff"] == "0.200s"
+
+
+async def test_a_cancelled_start_still_hands_its_task_over(client: Client, task_queue: str) -> None:
+    # The caller gives up while the start commits: the run exists with its first task
+    # started for the worker, which must still run it (not leave it to time out).
+    async with Worker(
+        client, task_queue=task_queue, workflows=[HelloWF], activities=[say_hello]
+    ) as worker:
+        await _poller_idle(worker, 100)
+        workflow_id = "cancelled-" + uuid.uuid4().hex
+        start = asyncio.ensure_future(
+            client.start_workflow(HelloWF.run, "anyway", id=workflow_id, task_queue=task_queue)
+        )
+        await asyncio.sleep(0)  # the start's transaction is on its way
+        start.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await start
+        for _ in range(2000):  # the start commits on its own
+            if worker.metrics.eager_workflow_starts:
+                break
+            await asyncio.sleep(0.005)
+        handle = client.get_workflow_handle(workflow_id)
+        assert await asyncio.wait_for(handle.result(), 60) == "Hello, anyway!"
+        types = [e.event_type for e in (await handle.fetch_history()).events]
+        assert "WorkflowTaskTimedOut" not in types
+        await _poller_idle(worker, 100)  # and the slot came back
+
+
+async def test_a_worker_stopping_during_an_eager_start_still_runs_the_task(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = client.service
+    real = service.start_workflow
+
+    async def slow(*args: Any) -> Any:
+        await asyncio.sleep(0.3)  # still committing when the worker begins to stop
+        return await real(*args)
+
+    monkeypatch.setattr(service, "start_workflow", slow)
+    worker = Worker(client, task_queue=task_queue, workflows=[SignalWF])
+    worker.start()
+    await _poller_idle(worker, 100)
+    start = asyncio.ensure_future(
+        client.start_workflow(SignalWF.run, 1, id="stop-" + uuid.uuid4().hex, task_queue=task_queue)
+    )
+    await asyncio.sleep(0.05)
+    await worker.shutdown()
+    handle = await start
+    events = (await handle.fetch_history()).events
+    # The stopping worker ran the task it was handed: completed, not left to time out.
+    assert [e.event_type for e in events][:4] == [
+        "WorkflowExecutionStarted",
+        "WorkflowTaskScheduled",
+        "WorkflowTaskStarted",
+        "WorkflowTaskCompleted",
+    ]
+    assert worker.metrics.eager_workflow_starts == 1

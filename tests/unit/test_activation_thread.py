@@ -125,3 +125,19 @@ async def test_each_activation_gets_the_whole_timeout_from_its_own_start() -> No
         assert runner.abandoned == 1
     finally:
         runner.stop()
+
+
+async def test_stuck_code_whose_caller_gave_up_does_not_hold_up_the_queue() -> None:
+    runner = ActivationThread(0.2)
+    gate = threading.Event()
+    try:
+        stuck = asyncio.ensure_future(runner.run(gate.wait, 30))
+        queued = asyncio.ensure_future(runner.run(lambda: "queued"))
+        await asyncio.sleep(0.05)
+        stuck.cancel()  # the caller stops waiting; the code still blocks the thread
+        # Taken by a fresh thread once the stuck code is past the timeout.
+        assert (await asyncio.wait_for(queued, 20))[0] == "queued"
+        assert runner.abandoned == 1 and not gate.is_set()
+    finally:
+        gate.set()
+        runner.stop()

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 SCRIPT = """
-import asyncio, gc, sys
+import asyncio, gc, os, sys, types
+if os.environ.get("FAKE_KERNEL"):
+    sys.modules["ipykernel"] = types.ModuleType("ipykernel")  # as in a Jupyter kernel
 from engine import Client, Worker, activity
 
 @activity.defn
@@ -51,3 +53,8 @@ def test_the_first_worker_freezes_the_objects_alive_once(tmp_path: Path) -> None
 
 def test_durable_gc_freeze_0_turns_it_off(tmp_path: Path) -> None:
     assert _counts(tmp_path, DURABLE_GC_FREEZE="0") == [0, 0, 0]
+
+
+def test_not_in_a_jupyter_kernel(tmp_path: Path) -> None:
+    # A user's session lives in the kernel: its objects must stay collectable.
+    assert _counts(tmp_path, DURABLE_GC_FREEZE="1", FAKE_KERNEL="1") == [0, 0, 0]
