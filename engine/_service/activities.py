@@ -110,7 +110,9 @@ def schedule(
         )
         values["request_id"] = random_uuid()
         rs.tx.insert_activity_task(**values)
-        started = start_attempt(rs.tx, SimpleNamespace(**values), start_for, now, marked=True)
+        started = start_attempt(
+            rs.tx, SimpleNamespace(**values), start_for, now, marked=True, payloads=c.input
+        )
     else:
         rs.tx.insert_activity_task(**values)
     if c.schedule_to_close:
@@ -197,10 +199,16 @@ def claim(
 
 
 def start_attempt(
-    tx: StoreTx, act: Row, identity: str, now: float, *, marked: bool = False
+    tx: StoreTx,
+    act: Row,
+    identity: str,
+    now: float,
+    *,
+    marked: bool = False,
+    payloads: list[JsonDict] | None = None,
 ) -> ActivityTask:
     """Mark an attempt started (unless the row already says so), record it, and arm its
-    timeouts."""
+    timeouts. ``payloads``: the input, if at hand (else read from the row's JSON)."""
     deadline = now + act.start_to_close if act.start_to_close else None
     if marked:
         request_id = str(act.request_id)
@@ -254,7 +262,7 @@ def start_attempt(
         task_queue=act.task_queue,
         scheduled_event_id=act.scheduled_event_id,
         attempt=act.attempt,
-        input=json_loads(act.input),
+        input=json_loads(act.input) if payloads is None else payloads,
         scheduled_time=act.scheduled_time,
         current_attempt_scheduled_time=act.attempt_scheduled_time,
         started_time=now,
