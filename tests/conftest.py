@@ -7,6 +7,7 @@ reached the tests fail: they never skip.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -82,3 +83,25 @@ async def env(db_url: str) -> AsyncIterator[WorkflowEnvironment]:
 def task_queue() -> str:
     """A task queue name no other test uses."""
     return "tq-" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(autouse=True)
+def _events_handed_over_equal_their_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Throughout the suite: the events a change hands to the worker in memory (attributes
+    as the service built them) equal what their stored JSON reads back as, so a worker
+    that got them from memory sees exactly what one reading the history sees (a tuple, a
+    non-string key or a non-JSON value would differ)."""
+    from engine._service.state import RunState
+
+    real = RunState.written_events
+
+    def checked(self: RunState, first: int = 1) -> list:
+        events = real(self, first)
+        stored = {i: text for i, _, _, text in self.written}
+        for event in events:
+            assert json.loads(stored[event.event_id]) == event.attributes, (
+                f"{event.event_type} (event {event.event_id}) differs from its JSON"
+            )
+        return events
+
+    monkeypatch.setattr(RunState, "written_events", checked)

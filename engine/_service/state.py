@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from .._ids import time_ordered_uuid
 from .._json import compact_dumps
 from .._json import loads as json_loads
+from .._replay.events import HistoryEvent
 from .._store.schema import WFT_SCHEDULED, WFT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import WorkflowExecutionStatus, duration_to_json
@@ -126,6 +127,9 @@ class RunState:
         #: Events :meth:`flush` wrote in this transaction (ids from ``first_new_event_id``
         #: on): a task started in the same transaction takes them from here, not the table.
         self.written: list[tuple[int, float, str, str]] = []
+        #: The attributes of the events added in this change, as given (event id -> dict):
+        #: handed to the worker as they are, instead of parsed back from their JSON.
+        self.event_attrs: dict[int, JsonDict] = {}
         self.first_new_event_id: int = row.next_event_id
         #: Whether an update may be pending. Runs started since schema 7 say 0 until one
         #: is asked for; older runs (NULL) are looked at every time, as before.
@@ -179,12 +183,19 @@ class RunState:
         """Append an event to the history now (dated ``event_time`` if given); return its id."""
         event_id = self.next_event_id
         self.next_event_id += 1
+        self.event_attrs[event_id] = attrs
         text = dumps(attrs)
         self.history_size += len(text)
         self._events.append(
             (event_id, self.now if event_time is None else event_time, event_type, text)
         )
         return event_id
+
+    def written_events(self, first: int = 1) -> list[HistoryEvent]:
+        """The events this change wrote (from id ``first`` on), with their attributes as
+        given to :meth:`add_event` (they hold only JSON types, so they equal their JSON)."""
+        attrs = self.event_attrs
+        return [HistoryEvent(i, t, k, attrs[i]) for i, t, k, _ in self.written if i >= first]
 
     def record(
         self, event_type: str, attrs: JsonDict, event_time: float | None = None

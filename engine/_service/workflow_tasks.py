@@ -69,9 +69,9 @@ class Completion:
 
     accepted: bool
     activities: list[ActivityTask] = field(default_factory=list)
-    #: The events this completion wrote, as (id, time, type, attributes JSON), while the
-    #: run stays open: the worker keeps them, so its next task need not read them back.
-    events: list[tuple[int, float, str, str]] = field(default_factory=list)
+    #: The events this completion wrote, while the run stays open: the worker keeps them,
+    #: so its next task need not read them back.
+    events: list[HistoryEvent] = field(default_factory=list)
 
 
 class WorkflowTaskOps(ChildOps):
@@ -183,7 +183,7 @@ class WorkflowTaskOps(ChildOps):
             first = 1
         fresh = rs.first_new_event_id  # events from here on were written by this change
         events = _read_history(tx, run_id, first, fresh - 1) if first < fresh else []
-        events += [HistoryEvent(i, t, k, json_loads(a)) for i, t, k, a in rs.written if i >= first]
+        events += rs.written_events(first)
         events += transient
         updates = [
             {
@@ -340,7 +340,7 @@ class WorkflowTaskOps(ChildOps):
             # Nothing left for pollers of the queue: do not wake them for nothing.
             tx.wakeups.discard(activity_channel(task.namespace, task.task_queue))
         return Completion(
-            accepted=True, activities=started, events=rs.written if rs.is_open else []
+            accepted=True, activities=started, events=rs.written_events() if rs.is_open else []
         )
 
     def _apply_command(

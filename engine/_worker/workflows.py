@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._json import loads as json_loads
 from .._replay import commands as cmd
 from .._replay.definitions import WorkflowDefinition
 from .._replay.driver import CacheMismatchError, HistoryDriver
@@ -57,9 +56,9 @@ CAUSE_UNHANDLED = "WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE"
 class _Cached:
     driver: HistoryDriver
     workflow_type: str
-    #: Events the last completion wrote (id, time, type, attributes JSON), which the
-    #: driver has not seen yet: they lead the next task's events, so it reads fewer.
-    written: list[tuple[int, float, str, str]] | None = None
+    #: Events the last completion wrote, which the driver has not seen yet: they lead the
+    #: next task's events, so it reads fewer.
+    written: list[HistoryEvent] | None = None
 
 
 class WorkflowRunner:
@@ -368,10 +367,10 @@ class WorkflowRunner:
         elif (
             entry is not None
             and completion.events
-            and completion.events[0][0] == entry.driver.next_event_id
+            and completion.events[0].event_id == entry.driver.next_event_id
         ):
             entry.written = completion.events
-            self._cache_next[task.run_id] = completion.events[-1][0] + 1
+            self._cache_next[task.run_id] = completion.events[-1].event_id + 1
 
     async def _activate(self, task: WorkflowTask, defn: WorkflowDefinition) -> list[cmd.Command]:
         entry = self._cache.get(task.run_id)
@@ -380,8 +379,8 @@ class WorkflowRunner:
             written, entry.written = entry.written, None
             # The task was claimed after the worker noted its completion's events: they
             # come first (else the store read them back and they are in task.events).
-            if events and events[0].event_id == written[-1][0] + 1:
-                events = [HistoryEvent(i, t, k, json_loads(a)) for i, t, k, a in written] + events
+            if events and events[0].event_id == written[-1].event_id + 1:
+                events = written + events
         if entry is not None and events and events[0].event_id == entry.driver.next_event_id:
             self.metrics.sticky_cache_hit += 1
             self._cache.move_to_end(task.run_id)
