@@ -30,7 +30,6 @@ from ._service.service import Service
 from ._service.state import closed_channel
 from ._service.types import StartWorkflowRequest
 from ._store.gateway import Store, release_store, shared_store
-from ._worker.workflows import handed_task
 from .common import (
     RetryPolicy,
     WorkflowExecutionStatus,
@@ -275,9 +274,7 @@ class Client:
             # The reserved slot is settled when the start commits (its task handed over,
             # or the slot given back), even if this coroutine is cancelled meanwhile.
             pending = asyncio.ensure_future(self.service.start_workflow(request, offer))
-            pending.add_done_callback(
-                lambda f: poller.settle_eager_start(t.task if (t := handed_task(f)) else None)
-            )
+            pending.add_done_callback(lambda f: poller.settle_eager_start(_started_task(f)))
             result = await asyncio.shield(pending)
         handle = WorkflowHandle(
             self,
@@ -796,3 +793,11 @@ class WorkflowContinuedAsNew(Exception):
     def __init__(self, new_run_id: str) -> None:
         super().__init__(f"the run continued as new as run {new_run_id}")
         self.new_run_id = new_run_id
+
+
+def _started_task(start: asyncio.Future[Any]) -> Any:
+    """The workflow task a finished eager start handed over, or None (it failed, was
+    cancelled, or started no run)."""
+    if start.cancelled() or start.exception() is not None:
+        return None
+    return start.result().task

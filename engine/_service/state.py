@@ -289,9 +289,8 @@ class RunState:
             self._wft_loaded = False
         if delay > 0:
             add_timer(self.tx, self.now, self.run_id, "wft_retry", 0, attempt, visible_at, None)
-        elif self._wft_insert is None:
+        elif self._wft_insert is None:  # a deferred row wakes them if written unstarted
             self.tx.wake(wft_channel(self.namespace, self.task_queue))
-        # A deferred row wakes the queue's pollers only if it is written unstarted (flush).
 
     def update_workflow_task(self, **values: Any) -> None:
         """Change the run's workflow task (writing a deferred insert, if any, at once)."""
@@ -370,7 +369,7 @@ class RunState:
             outcome = RunOutcome(int(status), new_run_id, *self._events[-1])
         self.tx.wake(closed_channel(self.run_id), outcome)
         # The parent (if any) hears of it on flush.
-        self._closed_with = (status, json_loads(self._events[-1][3]) if self._events else {})
+        self._closed_with = (status, self.event_attrs[self._events[-1][0]] if self._events else {})
 
     def child_started(self) -> None:
         """A child run was started in this change (after a close, if abandoned)."""

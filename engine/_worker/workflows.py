@@ -126,15 +126,18 @@ class WorkflowRunner:
         free_changed = self._free_changed = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         # Starts from this process may hand their first workflow task straight to us.
-        pollers = self.service.local_workflow_pollers.setdefault(
+        self.service.local_workflow_pollers.setdefault(
             (self.namespace, self.task_queue), []
-        )
-        pollers.append(self)
+        ).append(self)
         try:
             await self._poll(channel, notifier, free_changed)
         finally:
-            if self in pollers:
-                pollers.remove(self)
+            self._leave_local_pollers()
+
+    def _leave_local_pollers(self) -> None:
+        pollers = self.service.local_workflow_pollers.get((self.namespace, self.task_queue))
+        if pollers and self in pollers:
+            pollers.remove(self)
 
     async def _poll(self, channel: str, notifier: Notifier, free_changed: asyncio.Event) -> None:
         while not self._stopping:
@@ -229,21 +232,19 @@ class WorkflowRunner:
 
     def offer_eager(self, run_id: str) -> EagerWorkflowTask | None:
         """Reserve a slot to take the run's next workflow task at once, if it is cached."""
-        if self._stopping or self._free <= 0 or run_id not in self._cache_next:
+        if run_id not in self._cache_next:
             return None
-        self._free -= 1
-        self._eager_reserved += 1
-        return EagerWorkflowTask(self.task_queue, self.identity, self._cache_next)
+        return self._reserve_eager()
 
     def offer_eager_start(self) -> EagerWorkflowTask | None:
         """Reserve a slot to take a new run's first workflow task from a start in this
         process (on this worker's event loop), if one is free."""
-        if self._stopping or self._free <= 0:
+        if asyncio.get_running_loop() is not self._loop:
             return None
-        try:
-            if asyncio.get_running_loop() is not self._loop:
-                return None
-        except RuntimeError:
+        return self._reserve_eager()
+
+    def _reserve_eager(self) -> EagerWorkflowTask | None:
+        if self._stopping or self._free <= 0:
             return None
         self._free -= 1
         self._eager_reserved += 1
@@ -269,9 +270,7 @@ class WorkflowRunner:
     def begin_stop(self) -> None:
         """Poll no more (a poll in flight still hands over what it claimed)."""
         self._stopping = True
-        pollers = self.service.local_workflow_pollers.get((self.namespace, self.task_queue))
-        if pollers and self in pollers:
-            pollers.remove(self)
+        self._leave_local_pollers()
         if self._free_changed is not None:
             self._free_changed.set()
         self.service.store.notifier.notify(wft_channel(self.namespace, self.task_queue))
@@ -533,10 +532,3 @@ def _json_payload_size(payload: dict[str, object]) -> int:
         for key, value in metadata.items():
             size += len(str(key).encode()) + _b64_size(value)
     return size
-
-
-def handed_task(done: asyncio.Future[Any]) -> Any:
-    """What a finished eager hand-off returned: its task, or None (failed or cancelled)."""
-    if done.cancelled() or done.exception() is not None:
-        return None
-    return done.result()
