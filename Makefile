@@ -30,16 +30,19 @@ demo:
 	$(PYTHON) -m engine.demo
 
 lint:
-	ruff check engine kernel_ext widgets tests bench
-	ruff format --check engine kernel_ext widgets tests bench
+	$(PYTHON) -m ruff check engine kernel_ext widgets tests bench
+	$(PYTHON) -m ruff format --check engine kernel_ext widgets tests bench
 
 types:
-	mypy
+	$(PYTHON) -m mypy
+
+# What the suite runs (TESTS=... for a part of it, e.g. the fresh-clone check in .ci/).
+TESTS ?= tests notebooks
 
 # Everything CI runs: install, lint, types, the whole test suite (SQLite and PostgreSQL).
 test: install-test lint types
 	$(PYTHON) -m pytest -q -p no:cacheprovider --nbval-lax \
-		--nbval-sanitize-with notebooks/nbval_sanitize.cfg tests notebooks
+		--nbval-sanitize-with notebooks/nbval_sanitize.cfg $(TESTS)
 
 check: test
 

@@ -400,7 +400,7 @@ async def w3(client: Client, emit: Emitter, reps: int, timeout: float) -> None:
     from engine import WorkflowHistory
     from engine.worker import Replayer
 
-    path = BENCH_DIR.parent.parent / "shared" / "data" / "temporal_history_seq1000.json"
+    path = BENCH_DIR.parent / "tests" / "data" / "temporal" / "temporal_history_seq1000.json"
     text = path.read_text()
     parse: list[float] = []
     for _ in range(reps):

@@ -15,7 +15,14 @@ or ``./.durable/durable.db``)::
     durable history export ID [ID ...] --format json|csv|parquet [--output PATH]
     durable replay HISTORY.json [...] --workflows module:Class [...]
 
-Exit codes: 0 success; 1 a replay failed; 2 bad input or an error (one line on stderr).
+``--output -`` writes to stdout; ``history export --format parquet`` without ``--output``
+writes ``ID.parquet`` in the current directory. A SQLite ``--db`` in a directory that does
+not exist is an error (never a new, empty database), and so is a missing database file for
+every command but ``workflow start``.
+
+Exit codes: 0 success; 1 a replay failed (``durable replay``: non-determinism or an error in
+workflow code); 2 bad input or an error (one line on stderr, ``durable: error: ...``); 130
+interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -160,7 +167,42 @@ def _run(factory: Callable[[], Awaitable[T]]) -> T:
         return pool.submit(lambda: asyncio.run(go())).result()
 
 
-def _with_client(db: str | None, fn: Callable[[Client], Awaitable[T]]) -> T:
+def _check_database(db: str | None, *, must_exist: bool) -> None:
+    """Refuse a SQLite file in a directory that does not exist (a typo in ``--db`` would
+    otherwise create a new, empty database there), and for commands that read, a file that
+    does not exist at all."""
+    from ._store.dialects import parse_url
+
+    url = parse_url(db)
+    if url.get_backend_name() != "sqlite" or not url.database:
+        return
+    path = Path(url.database)
+    where = (
+        "--db"
+        if db is not None
+        else (
+            "DURABLE_DATABASE_URL"
+            if os.environ.get("DURABLE_DATABASE_URL", "").strip()
+            else "the default database"
+        )
+    )
+    if not path.parent.is_dir():
+        raise CommandError(
+            f"{where} names SQLite file {path}, but directory {path.parent} does not exist: "
+            "check the path (a new database is never created in a missing directory)"
+        )
+    if must_exist and not path.exists():
+        raise CommandError(
+            f"no database at {path} ({where}): nothing has run against it yet; give "
+            "--db URL (or set DURABLE_DATABASE_URL) for the database your workers use"
+        )
+
+
+def _with_client(
+    db: str | None, fn: Callable[[Client], Awaitable[T]], *, must_exist: bool = True
+) -> T:
+    _check_database(db, must_exist=must_exist)
+
     async def go() -> T:
         client = await Client.connect(db)
         try:
@@ -317,7 +359,7 @@ def _cmd_start(args: argparse.Namespace) -> int:
         )
         return handle.result_run_id or ""
 
-    run_id = _with_client(args.db, start)
+    run_id = _with_client(args.db, start, must_exist=False)
     _out(f"Started workflow {args.workflow_id} (type {args.type}, task queue {args.task_queue})")
     _out(f"Run ID: {run_id}")
     return EXIT_OK
@@ -380,12 +422,15 @@ def _cmd_export(args: argparse.Namespace) -> int:
     ids: list[str] = args.workflow_ids
     if args.run_id and len(ids) > 1:
         raise CommandError("--run-id needs exactly one workflow id")
-    if args.format == "parquet" and not args.output:
-        raise CommandError("--format parquet needs --output PATH (Parquet is binary)")
-    if args.format == "json" and len(ids) > 1 and not args.output:
+    to_stdout = args.output == "-"
+    if args.format == "json" and len(ids) > 1 and (not args.output or to_stdout):
         raise CommandError(
             "exporting several histories as JSON needs --output DIRECTORY (one file each)"
         )
+    if args.format == "parquet" and not args.output:
+        # Parquet is binary: a file named after the run, in the current directory.
+        stem = _file_name(ids[0])[: -len(".json")] if len(ids) == 1 else "histories"
+        args.output = f"{stem}.parquet"
     if args.format != "json":
         from .dataframes import _pandas
 
@@ -406,7 +451,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.format == "json":
         if len(ids) == 1:
             text = histories[0].to_json()
-            if args.output:
+            if args.output and not to_stdout:
                 Path(args.output).write_text(text + "\n", encoding="utf-8")
             else:
                 _out(text)
@@ -430,10 +475,14 @@ def _cmd_export(args: argparse.Namespace) -> int:
             frames.append(frame)
         df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         if args.format == "csv":
-            to_csv(df, args.output or sys.stdout)
+            to_csv(df, sys.stdout if to_stdout or not args.output else args.output)
+        elif to_stdout:
+            sys.stdout.flush()
+            to_parquet(df, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
         else:
             to_parquet(df, args.output)
-    if args.output:
+    if args.output and not to_stdout:
         _err(f"wrote {total} events of {len(histories)} workflow(s) to {args.output}")
     return EXIT_OK
 
@@ -635,7 +684,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         "-o",
         metavar="PATH",
-        help="file (default: stdout; required for parquet); a directory for several JSON",
+        help="file, or - for stdout (default: stdout for json and csv, ID.parquet for "
+        "parquet); a directory for several JSON histories",
     )
     p.add_argument("--run-id", "-r", help="a run of the workflow (one ID only)")
     p.set_defaults(func=_cmd_export)

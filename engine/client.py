@@ -29,6 +29,7 @@ from ._service.host import ServiceHost
 from ._service.service import Service
 from ._service.state import closed_channel
 from ._service.types import StartWorkflowRequest
+from ._store.dialects import parse_url
 from ._store.gateway import Store, release_store, shared_store
 from .common import (
     RetryPolicy,
@@ -144,6 +145,15 @@ class Client:
     def database_url(self) -> str:
         """The database URL (password hidden)."""
         return self.store.display_url
+
+    @staticmethod
+    def resolve_database_url(url: str | None = None, *, hide_password: bool = True) -> str:
+        """The database ``Client.connect(url)`` would open, as a normalised URL string:
+        ``url=None`` resolves ``DURABLE_DATABASE_URL`` or the embedded default now. Raises
+        :class:`~engine.exceptions.DatabaseURLError` for a malformed or unsupported URL.
+        Two URLs naming the same database resolve to the same string (with
+        ``hide_password=False``; never show that form)."""
+        return parse_url(url).render_as_string(hide_password=hide_password)
 
     @property
     def clock(self) -> Clock:

@@ -20,7 +20,9 @@ from engine import Client
 from engine.testing import WorkflowEnvironment
 
 PG_URL = os.environ.get("DURABLE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: Real Temporal histories, copied into the repository (tests/data/temporal/README.md says
+#: where they came from).
+TEMPORAL_DATA = Path(__file__).resolve().parent / "data" / "temporal"
 
 
 def _pg_schema_url(schema: str) -> str:

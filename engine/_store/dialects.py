@@ -73,6 +73,14 @@ def create_engine(url: URL, *, fsync: bool) -> sa.Engine:
     """An engine with our connection settings for the URL's dialect."""
     if url.get_backend_name() == "sqlite":
         return _sqlite_engine(url, fsync=fsync)
+    try:
+        import psycopg  # noqa: F401
+    except ImportError as err:
+        raise DatabaseURLError(
+            f"PostgreSQL URL {url.render_as_string(hide_password=True)!r} needs the psycopg "
+            "driver, which is not installed: pip install 'durable-notebook[postgres]' "
+            "(or pip install 'psycopg[binary]')"
+        ) from err
     return sa.create_engine(
         url, pool_size=8, max_overflow=8, pool_recycle=3600, isolation_level="READ COMMITTED"
     )

@@ -37,7 +37,7 @@ class GreetTimerFirstWF:
 
 @workflow.defn(name="HelloWF")
 class HelloTimerFirstWF:
-    """Temporal's HelloWF sample (../shared/data) with a timer swapped in first."""
+    """Temporal's HelloWF sample (tests/data/temporal) with a timer swapped in first."""
 
     @workflow.run
     async def run(self, name: str) -> str:

@@ -22,7 +22,7 @@ from engine import (
 )
 from engine.testing import WorkflowEnvironment
 
-from ..conftest import SHARED_DATA
+from ..conftest import TEMPORAL_DATA
 from ..interop.engine_code import HelloWF, SignalWF, TimerWF, say_hello
 
 TIMEOUT = timedelta(seconds=30)
@@ -47,7 +47,7 @@ def _types(events: list) -> list[str]:
 
 
 def _sample(name: str) -> list[dict]:
-    return json.loads((SHARED_DATA / name).read_text())["events"]
+    return json.loads((TEMPORAL_DATA / name).read_text())["events"]
 
 
 def _sample_types(name: str) -> list[str]:

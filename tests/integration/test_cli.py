@@ -28,15 +28,25 @@ from engine import (
 )
 from engine.cli import main
 
-from ..conftest import SHARED_DATA
+from ..conftest import TEMPORAL_DATA
 from .cli_workflows import GreetWF, SleepyWF, WaitForSignalWF, greet
 
-HELLO_SAMPLE = SHARED_DATA / "temporal_history_hello_activity.json"
+HELLO_SAMPLE = TEMPORAL_DATA / "temporal_history_hello_activity.json"
 CLI_WF = "tests.integration.cli_workflows"
 
 
 def _sqlite(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'cli.db'}"
+
+
+def _created(db: str) -> str:
+    """``db``, after creating its (empty) database: commands that read refuse a missing one."""
+
+    async def create() -> None:
+        await (await Client.connect(db)).close()
+
+    asyncio.run(create())
+    return db
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -241,7 +251,7 @@ async def test_signal_cancel_terminate(tmp_path: Path, capsys: pytest.CaptureFix
 def test_errors_are_one_line_with_exit_code_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = _sqlite(tmp_path)
+    db = _created(_sqlite(tmp_path))
     code, _, err = run_cli(capsys, "workflow", "describe", "nope", "--db", db)
     assert code == 2
     _assert_one_line_error(err, "'nope' not found")
@@ -254,9 +264,9 @@ def test_errors_are_one_line_with_exit_code_2(
     )  # fmt: skip
     assert code == 2
     _assert_one_line_error(err, "--input 'Ada' is not valid JSON")
-    code, _, err = run_cli(capsys, "history", "export", "x", "--db", db, "-f", "parquet")
+    code, _, err = run_cli(capsys, "history", "export", "x", "y", "--db", db, "-f", "json")
     assert code == 2
-    _assert_one_line_error(err, "needs --output")
+    _assert_one_line_error(err, "needs --output DIRECTORY")
     code, _, err = run_cli(capsys, "workflow", "list", "--db", db, "--query", "Status = 1")
     assert code == 2
     _assert_one_line_error(err, "in the list filter")
@@ -274,7 +284,9 @@ async def test_main_called_inside_a_running_loop(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """From a notebook cell (a running loop), main() runs its client in a thread."""
-    code, out, err = run_cli(capsys, "workflow", "list", "--db", _sqlite(tmp_path))
+    db = _sqlite(tmp_path)
+    await (await Client.connect(db)).close()
+    code, out, err = run_cli(capsys, "workflow", "list", "--db", db)
     assert code == 0, err
     assert out.startswith("WORKFLOW ID")
 
@@ -340,3 +352,68 @@ def test_replay_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         code, out, err = run_cli(capsys, "replay", str(HELLO_SAMPLE), "-w", spec)
         assert code == 2, spec
         _assert_one_line_error(err, fragment)
+
+
+def test_a_missing_database_is_an_error_not_a_new_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A typo'd directory: an error for every command, start included; nothing is created.
+    typo = tmp_path / "no-such-dir" / "durable.db"
+    for argv in (
+        ["workflow", "list"],
+        ["workflow", "start", "-t", "X", "--task-queue", "q", "--workflow-id", "x"],
+    ):
+        code, _, err = run_cli(capsys, *argv, "--db", f"sqlite:///{typo}")
+        assert code == 2
+        _assert_one_line_error(err, "--db", "no-such-dir does not exist")
+    assert not typo.parent.exists()
+    # A file that does not exist in a directory that does: reading commands refuse it...
+    missing = tmp_path / "fresh.db"
+    code, _, err = run_cli(capsys, "workflow", "list", "--db", f"sqlite:///{missing}")
+    assert code == 2
+    _assert_one_line_error(err, f"no database at {missing}", "--db")
+    assert not missing.exists()
+    # ... also when it comes from the environment, which the message names.
+    monkeypatch.setenv("DURABLE_DATABASE_URL", f"sqlite:///{missing}")
+    code, _, err = run_cli(capsys, "workflow", "describe", "x")
+    assert code == 2
+    _assert_one_line_error(err, "no database at", "DURABLE_DATABASE_URL")
+    # ... while start may create it (a worker may come later).
+    code, out, err = run_cli(
+        capsys, "workflow", "start", "-t", "X", "--task-queue", "q", "--workflow-id", "x"
+    )
+    assert code == 0, err
+    assert missing.exists() and "Started workflow x" in out
+
+
+async def test_export_to_stdout_and_default_parquet_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _sqlite(tmp_path)
+    tq = "cli-" + uuid.uuid4().hex[:8]
+    client = await Client.connect(db)
+    try:
+        async with Worker(client, task_queue=tq, workflows=[GreetWF], activities=[greet]):
+            await client.execute_workflow(GreetWF.run, "Ada", id="order/7", task_queue=tq)
+        history = await client.get_workflow_handle("order/7").fetch_history()
+    finally:
+        await client.close()
+    monkeypatch.chdir(tmp_path)
+    # --output - is stdout
+    code, out, err = await arun_cli(
+        capsys, "history", "export", "order/7", "--db", db, "-f", "json", "-o", "-"
+    )
+    assert code == 0, err
+    assert json.loads(out) == history.to_json_dict() and "wrote" not in err
+    code, out, err = await arun_cli(
+        capsys, "history", "export", "order/7", "--db", db, "-f", "csv", "-o", "-"
+    )
+    assert code == 0 and len(out.strip().splitlines()) == 1 + len(history)
+    # parquet without --output: ID.parquet in the current directory (the id made safe)
+    code, _, err = await arun_cli(
+        capsys, "history", "export", "order/7", "--db", db, "-f", "parquet"
+    )
+    assert code == 0, err
+    written = tmp_path / "order_7.parquet"
+    assert f"to {written.name}" in err
+    assert len(pd.read_parquet(written)) == len(history)

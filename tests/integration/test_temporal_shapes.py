@@ -1,7 +1,7 @@
 """Our histories have the event sequence Temporal records for the same code.
 
-The workflows are those of ``../shared/peers/temporal_wf.py`` (which produced the samples
-in ``../shared/data/``), written with ``engine`` imports instead of ``temporalio``.
+The workflows are those of the peers' ``temporal_wf.py`` (which produced the samples
+in ``tests/data/temporal/``), written with ``engine`` imports instead of ``temporalio``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from engine import Worker, WorkflowFailureError
 from engine._replay.events import short_name
 from engine.testing import WorkflowEnvironment
 
-from ..conftest import SHARED_DATA
+from ..conftest import TEMPORAL_DATA
 from ..interop.engine_code import (
     CaughtFailureWF,
     FailedActivityWF,
@@ -29,10 +29,10 @@ from ..interop.engine_code import (
 from .test_basics import _wait_for_event
 
 
-# The same workflow code as ../shared/peers/temporal_wf.py, with engine imports: it lives in
+# The same workflow code as the peers' temporal_wf.py, with engine imports: it lives in
 # tests/interop/engine_code.py, which the temporalio interop tests also use.
 def _sample(name: str) -> list[dict]:
-    return json.loads((SHARED_DATA / name).read_text())["events"]
+    return json.loads((TEMPORAL_DATA / name).read_text())["events"]
 
 
 def _attrs(raw: dict) -> dict:

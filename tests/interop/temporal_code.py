@@ -2,8 +2,8 @@
 
 ``engine_code.py`` beside this file is the same code with ``engine`` imports: the two
 files differ only in their import lines (a test checks it). Workflow and activity type
-names match the ones of ``../shared/peers/temporal_wf.py`` where a case has a recorded
-Temporal sample in ``../shared/data``, so those samples replay against these classes too.
+names match the ones of the peers' ``temporal_wf.py`` where a case has a recorded
+Temporal sample in ``tests/data/temporal``, so those samples replay against these classes too.
 
 Importing this module has no side effects: temporalio's sandbox re-imports it.
 """

@@ -1,7 +1,7 @@
 """``WorkflowHistory`` JSON fidelity: what we write has the shape of Temporal's JSON, and
 Temporal's older spellings are read into it.
 
-The field-by-field comparison with the Temporal samples of ``../shared/data`` uses the
+The field-by-field comparison with the Temporal samples of ``tests/data/temporal`` uses the
 golden histories recorded from our engine (``tests/replay/histories``). Fields Temporal
 writes that our engine does not record are listed in ``NOT_RECORDED`` with the reason;
 the list is the register of known gaps (a new gap fails the test).
@@ -20,10 +20,10 @@ import pytest
 from engine import WorkflowHistory
 from engine._replay.events import HistoryEvent, short_name
 
-from ..conftest import SHARED_DATA
+from ..conftest import TEMPORAL_DATA
 
 GOLDEN = Path(__file__).resolve().parents[1] / "replay" / "histories"
-SAMPLES = sorted(p for p in SHARED_DATA.glob("temporal_history_*.json") if "seq1000" not in p.name)
+SAMPLES = sorted(p for p in TEMPORAL_DATA.glob("temporal_history_*.json") if "seq1000" not in p.name)
 
 #: Top-level fields of Temporal's events that our engine does not record.
 NOT_RECORDED_TOP = {"taskId"}  # the server's per-shard task sequence number
@@ -73,7 +73,7 @@ def test_our_events_have_the_fields_temporal_writes() -> None:
 
 
 def _sample(name: str) -> dict[str, Any]:
-    return json.loads((SHARED_DATA / name).read_text())
+    return json.loads((TEMPORAL_DATA / name).read_text())
 
 
 def _pascal(prefix: str, value: str) -> str:

@@ -7,7 +7,7 @@
   So are the golden histories of ``tests/replay/histories``. The JSON must also parse
   strictly as Temporal's ``History`` protobuf and equal what protobuf's JSON printer (the
   writer of Temporal's SDK and CLI) makes of it.
-- Temporal to ours to Temporal: every sample of ``../shared/data`` goes through our
+- Temporal to ours to Temporal: every sample of ``tests/data/temporal`` goes through our
   ``from_json()`` and ``to_json()``, then replays in ``temporalio``.
 - Changed code: ``temporalio`` rejects our histories against deliberately changed
   workflows, so a clean replay means something.
@@ -32,7 +32,7 @@ import pytest
 from engine import WorkflowHistory
 from engine.testing import WorkflowEnvironment
 
-from ..conftest import SHARED_DATA
+from ..conftest import TEMPORAL_DATA
 from .cases import CASES, Case, record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 GOLDEN = ROOT / "tests" / "replay" / "histories"
 LIVE = [c for c in CASES if not c.real_time]
 GOLDENS = sorted(p.stem for p in GOLDEN.glob("*.json"))
-SAMPLES = sorted(p.name for p in SHARED_DATA.glob("temporal_history_*.json"))
+SAMPLES = sorted(p.name for p in TEMPORAL_DATA.glob("temporal_history_*.json"))
 # (our live history, the changed temporalio workflow's behaviour, event temporalio names)
 CHANGED = [("timer", "timer swapped for an activity", 5), ("one_activity", "timer added", 11)]
 
@@ -75,7 +75,7 @@ def temporalio_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, di
         path = GOLDEN / f"{stem}.json"
         jobs.append({"name": f"golden:{stem}", "path": str(path), "workflows": "code"})
     for name in SAMPLES:
-        text = (SHARED_DATA / name).read_text()
+        text = (TEMPORAL_DATA / name).read_text()
         path = out / f"round_trip_{name}"
         path.write_text(WorkflowHistory.from_json(name, text).to_json())
         jobs.append({"name": f"sample:{name}", "path": str(path), "workflows": "code"})

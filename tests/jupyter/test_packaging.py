@@ -4,6 +4,7 @@ extension by itself and carries the static files of the web UI and the widgets."
 from __future__ import annotations
 
 import re
+import site
 import subprocess
 import sys
 import zipfile
@@ -40,19 +41,19 @@ def test_pip_install_enables_the_server_extension(tmp_path: Path) -> None:
     ):
         assert name in names, f"{name} is missing from {wheel.name}"
 
-    # A fresh environment that sees this one's dependencies but not its Jupyter config,
-    # and in which the test run's editable install (an import hook) is switched off:
-    # installing the wheel is the only step.
+    # A fresh environment that sees this one's dependencies but not its Jupyter config nor
+    # the test run's editable install: installing the wheel is the only step. The running
+    # interpreter's site directories are put on the new environment's path with a ``.pth``
+    # file (``--system-site-packages`` would show the *base* interpreter's packages when the
+    # suite itself runs in a venv). Paths added that way are not site directories, so their
+    # own ``.pth`` files, the editable install's import hook among them, are not processed.
     venv = tmp_path / "venv"
-    _run(sys.executable, "-m", "venv", "--system-site-packages", venv)
+    _run(sys.executable, "-m", "venv", "--without-pip", venv)
     python = venv / "bin" / "python"
-    site = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-    (Path(site.strip()) / "sitecustomize.py").write_text(
-        "import sys\n"
-        "sys.meta_path[:] = [f for f in sys.meta_path\n"
-        "                    if 'durable_notebook' not in getattr(f, '__module__', '')]\n"
-    )
-    _run(python, "-m", "pip", "install", "--no-deps", "-q", wheel)
+    site_dirs = _run(python, "-c", "import site; print(site.getsitepackages()[0])").strip()
+    outer = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    (Path(site_dirs) / "outer-environment.pth").write_text("".join(f"{p}\n" for p in outer))
+    _run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "-q", wheel)
     where = _run(
         python, "-c", "import kernel_ext, widgets; print(kernel_ext.__file__)", cwd=tmp_path
     )

@@ -10,10 +10,10 @@ from engine import WorkflowHistory
 from engine.exceptions import InvalidArgumentError
 from engine.worker import Replayer
 
-from ..conftest import SHARED_DATA
+from ..conftest import TEMPORAL_DATA
 from ..integration.test_basics import HelloWF, TimerWF
 
-HELLO = (SHARED_DATA / "temporal_history_hello_activity.json").read_text()
+HELLO = (TEMPORAL_DATA / "temporal_history_hello_activity.json").read_text()
 
 
 def test_truncated_json_names_the_position() -> None:

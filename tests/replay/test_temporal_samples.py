@@ -1,4 +1,4 @@
-"""Every Temporal history in ../shared/data loads, round-trips, and replays against our code."""
+"""Every Temporal history in tests/data/temporal loads, round-trips, and replays against our code."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from engine import NondeterminismError, WorkflowHistory
 from engine.worker import Replayer
 
-from ..conftest import SHARED_DATA
+from ..conftest import TEMPORAL_DATA
 from ..integration.test_basics import HelloWF, TimerWF
 from ..integration.test_temporal_shapes import (
     CaughtFailureWF,
@@ -21,11 +21,11 @@ from ..integration.test_temporal_shapes import (
 )
 
 ALL = [HelloWF, TimerWF, SignalWF, SeqActivitiesWF, RetryWF, FailedActivityWF, CaughtFailureWF]
-SAMPLES = sorted(p.name for p in SHARED_DATA.glob("temporal_history_*.json"))
+SAMPLES = sorted(p.name for p in TEMPORAL_DATA.glob("temporal_history_*.json"))
 
 
 def _load(name: str) -> WorkflowHistory:
-    text = (SHARED_DATA / name).read_text()
+    text = (TEMPORAL_DATA / name).read_text()
     return WorkflowHistory.from_json("sample-" + name, text)
 
 
@@ -38,7 +38,7 @@ async def test_sample_replays(name: str) -> None:
 
 @pytest.mark.parametrize("name", SAMPLES)
 def test_sample_round_trips_to_equivalent_json(name: str) -> None:
-    original = json.loads((SHARED_DATA / name).read_text())
+    original = json.loads((TEMPORAL_DATA / name).read_text())
     again = json.loads(_load(name).to_json())
     assert again == original
 

@@ -43,8 +43,8 @@ from engine.exceptions import (
     TimeoutType,
 )
 
-# Real Temporal histories live beside the repository, in ../shared/data (see DESIGN.md).
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+# Real Temporal histories, copied into the repository (tests/data/temporal/README.md).
+DATA = Path(__file__).resolve().parents[1] / "data" / "temporal"
 CONVERTER = DataConverter.default
 
 

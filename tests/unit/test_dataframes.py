@@ -1,6 +1,6 @@
 """engine.dataframes: histories, listings and attempts as pandas DataFrames.
 
-Most tests use Temporal's own histories (../shared/data) and synthetic ones; the last one
+Most tests use Temporal's own histories (tests/data/temporal) and synthetic ones; the last one
 runs a workflow on an SQLite file in tmp_path to read a live listing and attempts.
 """
 
@@ -43,9 +43,9 @@ from engine.dataframes import (
     to_csv,
     to_parquet,
 )
-from tests.conftest import SHARED_DATA
+from tests.conftest import TEMPORAL_DATA
 
-SAMPLES = sorted(p.name for p in SHARED_DATA.glob("temporal_history_*.json"))
+SAMPLES = sorted(p.name for p in TEMPORAL_DATA.glob("temporal_history_*.json"))
 
 HISTORY_DTYPES = {
     "event_id": "int64",
@@ -66,7 +66,7 @@ JSON_PLAIN = base64.b64encode(b"json/plain").decode()
 
 
 def _load(name: str) -> WorkflowHistory:
-    return WorkflowHistory.from_json(name, (SHARED_DATA / name).read_text())
+    return WorkflowHistory.from_json(name, (TEMPORAL_DATA / name).read_text())
 
 
 def _dtypes(df: pd.DataFrame) -> dict[str, str]:
@@ -100,7 +100,7 @@ def test_every_sample_has_stable_columns_and_dtypes(name: str) -> None:
     assert df["type"].tolist() == [e.event_type for e in history]
     assert df["attributes"].iloc[0] is history.events[0].attributes  # the raw dict
     # Times are Temporal's eventTime, to the nanosecond.
-    raw = json.loads((SHARED_DATA / name).read_text())["events"]
+    raw = json.loads((TEMPORAL_DATA / name).read_text())["events"]
     assert df["time"].iloc[-1] == pd.Timestamp(raw[-1]["eventTime"])
     # Every activity event knows its activity; every completion has a duration.
     activities = df[df["category"] == "activity"]

@@ -11,7 +11,7 @@ import pytest
 from engine import Client, Worker, WorkflowHistory
 from widgets import HistoryView
 
-from ..conftest import SHARED_DATA
+from ..conftest import TEMPORAL_DATA
 from ..interop.engine_code import RetryWF, SignalWF, flaky
 from .conftest import eventually, widget_threads
 from .test_models import _synthetic
@@ -64,7 +64,7 @@ async def test_failures_are_counted_and_marked(client: Client, task_queue: str) 
 
 
 def test_a_recorded_history_needs_no_database() -> None:
-    path = SHARED_DATA / "temporal_history_activity_failed_workflow_failed.json"
+    path = TEMPORAL_DATA / "temporal_history_activity_failed_workflow_failed.json"
     view = HistoryView(WorkflowHistory.from_json("failed", Path(path).read_text()), mode="full")
     assert not view.live and view.status == "failed" and view.failure_count >= 2
     failed = [r["event_type"] for r in view.rows if r["failed"]]

@@ -19,7 +19,7 @@ from widgets.models import (
     timeline,
 )
 
-from ..conftest import SHARED_DATA
+from ..conftest import TEMPORAL_DATA
 
 GOLDEN = Path(__file__).resolve().parents[1] / "replay" / "histories"
 
@@ -29,7 +29,7 @@ def _load(path: Path) -> WorkflowHistory:
 
 
 def test_full_rows_colour_by_category_and_highlight_failures() -> None:
-    history = _load(SHARED_DATA / "temporal_history_activity_failed_workflow_failed.json")
+    history = _load(TEMPORAL_DATA / "temporal_history_activity_failed_workflow_failed.json")
     model = HistoryModel(history.events)
     rows = model.rows("full", 0, 100)
     assert [r["event_id"] for r in rows] == [e.event_id for e in history.events]
@@ -44,7 +44,7 @@ def test_full_rows_colour_by_category_and_highlight_failures() -> None:
 
 
 def test_payloads_are_previewed_and_decoded_in_the_detail() -> None:
-    history = _load(SHARED_DATA / "temporal_history_hello_activity.json")
+    history = _load(TEMPORAL_DATA / "temporal_history_hello_activity.json")
     completed = next(e for e in history.events if e.event_type == "ActivityTaskCompleted")
     row = event_row(completed, history.events[0].event_time)
     assert "Hello" in row.summary
@@ -54,7 +54,7 @@ def test_payloads_are_previewed_and_decoded_in_the_detail() -> None:
 
 
 def test_compact_rows_one_per_activity_timer_signal() -> None:
-    history = _load(SHARED_DATA / "temporal_history_activity_retry_then_success.json")
+    history = _load(TEMPORAL_DATA / "temporal_history_activity_retry_then_success.json")
     model = HistoryModel(history.events)
     rows = model.rows("compact", 0, 100)
     assert [r["kind"] for r in rows] == ["workflow", "activity"]
@@ -63,11 +63,11 @@ def test_compact_rows_one_per_activity_timer_signal() -> None:
     assert activity["end"] is not None and activity["end"] >= activity["start"]
     assert len(activity["event_ids"]) == 3  # scheduled, started, completed
 
-    signals = HistoryModel(_load(SHARED_DATA / "temporal_history_signal.json").events)
+    signals = HistoryModel(_load(TEMPORAL_DATA / "temporal_history_signal.json").events)
     kinds = [r.kind for r in signals.compact()]
     assert kinds.count("signal") >= 1 and kinds[0] == "workflow"
 
-    timer = HistoryModel(_load(SHARED_DATA / "temporal_history_timer.json").events)
+    timer = HistoryModel(_load(TEMPORAL_DATA / "temporal_history_timer.json").events)
     (row,) = [r for r in timer.compact() if r.kind == "timer"]
     assert row.status == "fired" and row.end is not None
 
@@ -83,7 +83,7 @@ def test_compact_rows_for_children_failures_and_continue_as_new() -> None:
 
 
 def test_model_grows_one_event_at_a_time_like_the_whole() -> None:
-    events = _load(SHARED_DATA / "temporal_history_seq3_activities.json").events
+    events = _load(TEMPORAL_DATA / "temporal_history_seq3_activities.json").events
     grown = HistoryModel()
     for event in events:
         assert grown.extend([event]) == 1
@@ -174,12 +174,12 @@ def test_timeline_lanes_attempts_backoff_and_now() -> None:
 
 
 def test_timeline_of_a_recorded_history_without_attempts() -> None:
-    history = _load(SHARED_DATA / "temporal_history_activity_retry_then_success.json")
+    history = _load(TEMPORAL_DATA / "temporal_history_activity_retry_then_success.json")
     data = timeline(history.events)
     lane = next(lane for lane in data.lanes if lane.category == "activity")
     (bar,) = lane.bars  # the history keeps the last attempt only
     assert bar.label == "attempt 3" and bar.status == "completed"
-    timer = timeline(_load(SHARED_DATA / "temporal_history_timer.json").events)
+    timer = timeline(_load(TEMPORAL_DATA / "temporal_history_timer.json").events)
     timer_lane = next(lane for lane in timer.lanes if lane.category == "timer")
     assert timer_lane.ticks[0].kind == "due" and timer_lane.bars[0].status == "fired"
     assert timer.now is None
@@ -224,6 +224,6 @@ def test_open_activities_and_failures_are_counted_as_events_arrive() -> None:
     model.extend(events[5:])
     assert not model.activities_open()
     failed = HistoryModel(
-        _load(SHARED_DATA / "temporal_history_activity_failed_workflow_failed.json").events
+        _load(TEMPORAL_DATA / "temporal_history_activity_failed_workflow_failed.json").events
     )
     assert failed.failures == sum(is_failure(e.event_type) for e in failed.events) >= 2
