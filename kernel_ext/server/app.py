@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from jupyter_server.extension.application import ExtensionApp
+from sqlalchemy.engine import make_url
 from traitlets import Unicode, default
 
 from engine import Client
@@ -20,6 +23,46 @@ from engine import Client
 from . import handlers
 
 ENV_VAR = "DURABLE_DATABASE_URL"
+#: Query parameters of a database URL that carry a secret (libpq's, and common spellings).
+SECRET_PARAMS = frozenset({"password", "passwd", "pwd", "sslpassword", "passfile"})
+#: ``scheme://user:password@``, as SQLAlchemy reads it (the password runs to the first @).
+_USERINFO = re.compile(r"^([\w+]+://[^:/]*):[^@]*@")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (and any password query parameter) shown as ``***``.
+
+    The rest is left exactly as written, so the URL still reads as the one configured.
+    """
+    base, sep, query = url.partition("?")
+    base = _USERINFO.sub(r"\1:***@", base, count=1)
+    if sep:
+        params = []
+        for param in query.split("&"):
+            key, eq, _value = param.partition("=")
+            if eq and unquote(key).strip().lower() in SECRET_PARAMS:
+                param = f"{key}=***"
+            params.append(param)
+        query = "&".join(params)
+    return base + sep + query
+
+
+def resolve_url(configured: str, env_value: str | None, root: Path) -> tuple[str, str]:
+    """The store URL and where it came from: ``"environment"`` (``$DURABLE_DATABASE_URL``,
+    the trait's default), ``"config"`` (``DurableExtension.database_url``) or ``"default"``
+    (``.durable/durable.db`` under the server's root directory)."""
+    if not configured:
+        return f"sqlite:///{root / '.durable' / 'durable.db'}", "default"
+    return configured, "environment" if configured == env_value else "config"
+
+
+def backend_of(url: str) -> str:
+    """``sqlite``, ``postgresql``, or the URL's own backend name (``unknown`` if unreadable)."""
+    try:
+        name = make_url(url).get_backend_name()
+    except Exception:
+        return "unknown"
+    return "postgresql" if name == "postgres" else name
 
 
 class DurableExtension(ExtensionApp):
@@ -50,17 +93,16 @@ class DurableExtension(ExtensionApp):
         self._previous_env: str | None = None
         self._env_set = False
         self.resolved_url = ""
+        #: Where the URL came from: "environment", "config" or "default".
+        self.url_source = "default"
 
     # -- lifecycle --------------------------------------------------------------------
 
     def initialize_settings(self) -> None:
         """Resolve the store URL and export it to the kernels this server starts."""
-        url = self.database_url
-        if not url:
-            root = Path(self.serverapp.root_dir if self.serverapp else os.getcwd())
-            (root / ".durable").mkdir(parents=True, exist_ok=True)
-            url = f"sqlite:///{root / '.durable' / 'durable.db'}"
-        elif url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        root = Path(self.serverapp.root_dir if self.serverapp else os.getcwd())
+        url, self.url_source = resolve_url(self.database_url, os.environ.get(ENV_VAR), root)
+        if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         self.resolved_url = url
         # Kernels inherit the server's environment: they open the same store.
@@ -68,7 +110,18 @@ class DurableExtension(ExtensionApp):
         os.environ[ENV_VAR] = url
         self._env_set = True
         self.settings["durable_extension"] = self
-        self.log.info("durable-notebook: store %s", url.split("@")[-1])
+        self.log.info("durable-notebook: store %s", redact_url(url))
+
+    def info(self) -> dict[str, Any]:
+        """What the web UI and ``GET /durable/api/v1/info`` say about the store (no secrets)."""
+        return {
+            "database": {
+                "url": redact_url(self.resolved_url),
+                "backend": backend_of(self.resolved_url),
+                "source": self.url_source,
+                "env_var": ENV_VAR,
+            },
+        }
 
     def initialize_handlers(self) -> None:
         """Register the REST API and the web UI."""

@@ -225,6 +225,17 @@ def _error_of(status: int, exc: BaseException | None, reason: str) -> tuple[str,
     return "http_error", reason
 
 
+class InfoHandler(DurableAPIHandler):
+    """``GET info``: which database the server reads (its URL with any password as
+    ``***``, the backend, and whether the URL came from the environment, the server's
+    config or the default), and the environment variable that points kernels at it."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.write_json(self.extension.info())
+
+
 class WorkflowsHandler(DurableAPIHandler):
     """``GET workflows?query=&limit=&page_token=`` lists runs, newest first, one page per
     request: ``{executions, limit, next_page_token}``, where ``next_page_token`` (an opaque
@@ -440,6 +451,7 @@ def routes() -> list[tuple[str, Any, dict[str, Any]] | tuple[str, Any]]:
     wid = r"(?P<workflow_id>[^/]+)"
     api = r"/durable/api/v1"
     return [
+        (rf"{api}/info/?", InfoHandler),
         (rf"{api}/workflows/?", WorkflowsHandler),
         (rf"{api}/workflows/{wid}/history/?", HistoryHandler),
         (rf"{api}/workflows/{wid}/attempts/?", AttemptsHandler),

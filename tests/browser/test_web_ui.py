@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from engine import Client, Worker, activity, workflow
+from engine import ApplicationError, Client, Worker, WorkflowFailureError, activity, workflow
 
 from .chromium import ARTIFACTS, free_port, launch, require_chromium
 
@@ -68,6 +68,36 @@ class SwapActivityFirst:
         )
         await workflow.sleep(timedelta(hours=1))
         return packed
+
+
+@activity.defn
+async def refuse(item: str) -> str:
+    """Fails for good, with markup in its message."""
+    raise ApplicationError(f"{XSS_FAILURE} refused {item}", type="Refused", non_retryable=True)
+
+
+@workflow.defn
+class Refusal:
+    """One activity that fails: the run fails with the activity's message."""
+
+    @workflow.run
+    async def run(self, item: str) -> str:
+        return await workflow.execute_activity(
+            refuse, args=[item], start_to_close_timeout=timedelta(seconds=10)
+        )
+
+
+# Markup where the UI shows an id, a payload or a failure message: each sets a flag if
+# the page ever parses it as HTML.
+XSS_ID = '<img src=x onerror="window.__xss=1">'
+XSS_INPUT = "<img src=x onerror=window.__xss=2>"
+XSS_FAILURE = "<img src=x onerror=window.__xss=3>"
+XSS_FILTER = "<img src=x onerror=window.__xss=4>"
+
+
+def _no_markup_parsed(page: Any) -> None:
+    assert page.evaluate("window.__xss") is None, "data was inserted as HTML"
+    assert page.locator("main img, header img").count() == 0
 
 
 async def _until_event(handle: Any, event_type: str) -> None:
@@ -278,6 +308,195 @@ def test_list_then_execution_page(server: str) -> None:
             expect(other.locator("#list-caption")).to_contain_text("(page 1, more")
             expect(other.locator("#executions tbody a")).to_have_text("swap-1")
             expect(other_pager.get_by_role("button", name="First page")).to_be_disabled()
+            assert errors == []
+        finally:
+            browser.close()
+
+
+def _open(pw: Any) -> tuple[Any, Any, list[str]]:
+    browser = launch(pw)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    return browser, page, errors
+
+
+def test_header_names_the_database_and_how_to_share_it(server: str, tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser, page, errors = _open(pw)
+        try:
+            page.goto(f"{server}durable/?token={TOKEN}")
+            header = page.get_by_role("banner")
+            database = header.get_by_role("group", name="Database")
+            expect(database.locator("#db-url")).to_have_text(f"sqlite:///{tmp_path / 'durable.db'}")
+            help_body = database.locator(".db-help-body")
+            expect(help_body).to_be_hidden()
+
+            # The hint, by keyboard: how a notebook's kernel and this server share a store.
+            summary = database.get_by_text("Not seeing your runs?")
+            summary.focus()
+            page.keyboard.press("Enter")
+            expect(help_body).to_be_visible()
+            expect(help_body).to_contain_text("leave DURABLE_DATABASE_URL unset in the kernel")
+            expect(help_body).to_contain_text("start jupyter lab with DURABLE_DATABASE_URL set")
+            # The fixture's server was started with DURABLE_DATABASE_URL in its environment.
+            expect(help_body).to_contain_text("read this URL from DURABLE_DATABASE_URL")
+            page.screenshot(path=str(ARTIFACTS / "ui-database-help.png"))
+            page.keyboard.press("Escape")
+            expect(help_body).to_be_hidden()
+            expect(summary).to_be_focused()
+            page.screenshot(path=str(ARTIFACTS / "ui-database-header.png"))
+            assert errors == []
+        finally:
+            browser.close()
+
+
+def test_a_missing_run_shows_only_the_error(server: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as pw:
+        browser, page, errors = _open(pw)
+        try:
+            page.goto(f"{server}durable/?token={TOKEN}#/workflows/shipment-teapot")
+            summary = page.locator("#summary")
+            expect(summary).to_contain_text("Shipment")
+            expect(page.locator("#history")).to_contain_text("packed teapot")
+            teapot_run = page.locator("#summary .mono").inner_text()
+            error = page.get_by_role("alert")
+
+            def only_the_error(wid: str, word: str) -> None:
+                expect(error).to_be_visible()
+                expect(error).to_contain_text(word)
+                expect(page.get_by_role("heading", level=1)).to_have_text(f"Workflow {wid}")
+                for part in ("#summary", "#pending", "#timeline", "#history", "#cancel-run"):
+                    expect(page.locator(part)).to_be_hidden()
+                expect(page.locator("#main")).not_to_contain_text("packed teapot")
+                expect(page.locator("#main")).not_to_contain_text(teapot_run)
+                assert page.locator("#summary > *, #history > *").count() == 0
+
+            # Another workflow id, then a run id of this one that does not exist.
+            page.evaluate("location.hash = '#/workflows/no-such-run'")
+            only_the_error("no-such-run", "no-such-run")
+            page.screenshot(path=str(ARTIFACTS / "ui-missing-run.png"), full_page=True)
+            page.wait_for_timeout(2500)  # a live refresh later: still only the error
+            only_the_error("no-such-run", "no-such-run")
+
+            page.go_back()
+            expect(summary).to_contain_text(teapot_run)
+            expect(error).to_be_hidden()
+            bogus = "0190f3e1-0000-7000-8000-000000000000"
+            page.evaluate(f"location.hash = '#/workflows/shipment-teapot?run_id={bogus}'")
+            only_the_error("shipment-teapot", bogus)
+
+            # An id that is markup shows as text, in the heading and in the error.
+            page.goto(f"{server}durable/?token={TOKEN}#/workflows/shipment-teapot")
+            expect(summary).to_contain_text(teapot_run)
+            page.evaluate(
+                "id => { location.hash = '#/workflows/' + encodeURIComponent(id); }", XSS_ID
+            )
+            only_the_error(XSS_ID, XSS_ID)
+            _no_markup_parsed(page)
+
+            # And back to a run that exists: its page again, without the error.
+            page.get_by_role("link", name="All executions").click()
+            page.get_by_role("link", name="shipment-kettle").click()
+            expect(summary).to_contain_text("nobody-polls")
+            expect(error).to_be_hidden()
+            assert errors == []
+        finally:
+            browser.close()
+
+
+def test_a_bad_filter_clears_the_stale_results(server: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as pw:
+        browser, page, errors = _open(pw)
+        try:
+            # Page 2 of a one-run-a-page list, so there is paging state to reset.
+            page.goto(f"{server}durable/?token={TOKEN}#/?limit=1")
+            caption = page.locator("#list-caption")
+            pager = page.get_by_role("navigation", name="Pages")
+            links = page.locator("#executions tbody a")
+            expect(caption).to_contain_text("(page 1, more on the next page)")
+            pager.get_by_role("button", name="Next page").click()
+            expect(caption).to_contain_text("(page 2, more on the next page)")
+            expect(links).to_have_text("shipment-kettle")
+
+            query = page.get_by_label("Filter")
+            error = page.get_by_role("alert")
+            query.fill("WorkflowType = ")
+            query.press("Enter")
+            expect(error).to_contain_text("cannot read 'WorkflowType ='")
+            expect(links).to_have_count(0)
+            expect(page.locator("#executions tbody")).to_contain_text("correct the filter")
+            expect(caption).to_have_text("No executions: the filter could not be read")
+            expect(query).to_have_attribute("aria-invalid", "true")
+            expect(query).to_have_value("WorkflowType =")
+            for name in ("First page", "Previous page", "Next page"):
+                expect(pager.get_by_role("button", name=name)).to_be_disabled()
+            expect(page.locator("#page-label")).to_have_text("")
+            page.screenshot(path=str(ARTIFACTS / "ui-bad-filter.png"), full_page=True)
+            page.wait_for_timeout(2500)  # a live refresh later: still nothing stale
+            expect(links).to_have_count(0)
+            expect(error).to_be_visible()
+
+            # The filter echoed in the message is text, not markup.
+            query.fill(XSS_FILTER)
+            query.press("Enter")
+            expect(error).to_contain_text(XSS_FILTER)
+            expect(links).to_have_count(0)
+            _no_markup_parsed(page)
+
+            # A good filter after a bad one: its rows, and no error.
+            query.fill("WorkflowId = 'shipment-teapot'")
+            query.press("Enter")
+            expect(links).to_have_text("shipment-teapot")
+            expect(error).to_be_hidden()
+            expect(query).not_to_have_attribute("aria-invalid", "true")
+            expect(caption).to_contain_text("1 execution matching")
+            page.get_by_role("button", name="Clear").click()
+            expect(caption).to_contain_text("(page 1, more on the next page)")
+            expect(pager).to_contain_text("Page 1")
+            assert errors == []
+        finally:
+            browser.close()
+
+
+async def _refused(url: str) -> None:
+    async with await Client.connect(url) as client:
+        worker = Worker(client, task_queue="refuse", workflows=[Refusal], activities=[refuse])
+        async with worker:
+            with pytest.raises(WorkflowFailureError):
+                await client.execute_workflow(
+                    Refusal.run, XSS_INPUT, id=XSS_ID, task_queue="refuse"
+                )
+
+
+def test_ids_payloads_and_failures_are_shown_as_text(server: str, tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    asyncio.run(_refused(f"sqlite:///{tmp_path / 'durable.db'}"))
+    with sync_playwright() as pw:
+        browser, page, errors = _open(pw)
+        try:
+            page.goto(f"{server}durable/?token={TOKEN}")
+            page.get_by_role("link", name=XSS_ID).click()
+            expect(page.get_by_role("heading", level=1)).to_have_text(f"Workflow {XSS_ID}")
+            expect(page.locator("#summary")).to_contain_text("FAILED")
+            history = page.locator("#history")
+            expect(history).to_contain_text(f'input: "{XSS_INPUT}"')
+            expect(history).to_contain_text(f"{XSS_FAILURE} refused {XSS_INPUT}")
+            svg_titles = page.locator("#timeline title").all_text_contents()
+            assert any(XSS_FAILURE in t for t in svg_titles), svg_titles
+            page.screenshot(path=str(ARTIFACTS / "ui-markup-as-text.png"), full_page=True)
+            for view in ("Full", "JSON"):
+                page.get_by_role("button", name=view).click()
+                expect(history).to_contain_text(XSS_FAILURE)
+            _no_markup_parsed(page)
             assert errors == []
         finally:
             browser.close()

@@ -15,6 +15,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from engine import ApplicationError, Client, RetryPolicy, Worker, activity, workflow
+from kernel_ext.server.app import backend_of, redact_url, resolve_url
 
 TASK_QUEUE = "jupyter-tests"
 
@@ -156,6 +157,7 @@ def test_extension_is_enabled_by_shipped_config() -> None:
 @pytest.mark.parametrize(
     ("method", "path"),
     [
+        ("GET", "info"),
         ("GET", "workflows"),
         ("GET", "workflows/x"),
         ("GET", "workflows/x/history"),
@@ -178,6 +180,78 @@ def test_requests_without_token_are_refused(
     )
     assert status == 403
     assert payload["error"]["code"] == "forbidden"
+
+
+def test_info_names_the_database_the_server_reads(jp_fetch: Any, run: Any, db_url: str) -> None:
+    status, body = run(_request(jp_fetch, "info"))
+    assert status == 200, body
+    assert body == {
+        "database": {
+            "url": db_url,
+            "backend": "sqlite",
+            "source": "config",  # DurableExtension.database_url, in jp_server_config
+            "env_var": "DURABLE_DATABASE_URL",
+        }
+    }
+
+
+# Never connected to: the info endpoint answers without opening the store.
+SECRET_PG_URL = (
+    "postgresql+psycopg://ada:s3cr%40t:x@127.0.0.1:9/shop?sslmode=disable&password=hunter2"
+)
+
+
+@pytest.mark.parametrize("db_url", [SECRET_PG_URL])
+def test_info_hides_the_password(jp_fetch: Any, run: Any, db_url: str) -> None:
+    status, body = run(_request(jp_fetch, "info"))
+    assert status == 200, body
+    assert body["database"] == {
+        "url": "postgresql+psycopg://ada:***@127.0.0.1:9/shop?sslmode=disable&password=***",
+        "backend": "postgresql",
+        "source": "config",
+        "env_var": "DURABLE_DATABASE_URL",
+    }
+    assert "s3cr" not in json.dumps(body) and "hunter2" not in json.dumps(body)
+
+
+def test_where_the_url_comes_from(tmp_path: Path) -> None:
+    env = "sqlite:////data/shared.db"
+    assert resolve_url(env, env, tmp_path) == (env, "environment")
+    assert resolve_url("sqlite:///other.db", env, tmp_path) == ("sqlite:///other.db", "config")
+    assert resolve_url("sqlite:///other.db", None, tmp_path) == ("sqlite:///other.db", "config")
+    default = f"sqlite:///{tmp_path / '.durable' / 'durable.db'}"
+    assert resolve_url("", None, tmp_path) == (default, "default")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("sqlite:////tmp/a b/durable.db", "sqlite:////tmp/a b/durable.db"),
+        ("sqlite:///relative.db", "sqlite:///relative.db"),
+        ("postgresql+psycopg://bob@db/app", "postgresql+psycopg://bob@db/app"),
+        ("postgresql+psycopg://bob:pw@db:5432/app", "postgresql+psycopg://bob:***@db:5432/app"),
+        ("postgresql://bob:p/w:x@db/app", "postgresql://bob:***@db/app"),
+        ("postgresql+psycopg://:pw@db/app", "postgresql+psycopg://:***@db/app"),
+        (
+            "postgresql+psycopg:///app?host=/run/pg&password=pw&PassWord=x&user=bob",
+            "postgresql+psycopg:///app?host=/run/pg&password=***&PassWord=***&user=bob",
+        ),
+        (
+            "postgresql+psycopg://db/app?sslpassword=k",
+            "postgresql+psycopg://db/app?sslpassword=***",
+        ),
+        ("not a url", "not a url"),
+    ],
+)
+def test_redact_url(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+def test_backend_of() -> None:
+    assert backend_of("sqlite:///x.db") == "sqlite"
+    assert backend_of("postgresql+psycopg://u@h/db") == "postgresql"
+    assert backend_of("postgres://u@h/db") == "postgresql"
+    assert backend_of("::") == "unknown"
 
 
 def test_page_without_token_redirects_to_login(jp_fetch: Any, run: Any) -> None:

@@ -1,6 +1,7 @@
 // The durable-notebook web UI: execution list and execution page over /durable/api/v1/.
 // No build step: a plain ES module. Views are rebuilt from data with DOM calls (never
-// innerHTML with data), and only when the data changed, so live refresh keeps focus.
+// innerHTML: ids, payloads and failure messages are always text nodes), and only when
+// the data changed, so live refresh keeps focus.
 
 const BASE = document.body.dataset.base || "./";
 const API = `${BASE}api/v1/`;
@@ -45,6 +46,7 @@ export async function api(path, { method = "GET", body, params } = {}) {
     const message = data?.error?.message || `${response.status} ${response.statusText}`;
     const err = new Error(message);
     err.status = response.status;
+    err.code = data?.error?.code || "";
     throw err;
   }
   return data;
@@ -90,6 +92,30 @@ function showError(message) {
   }
   box.textContent = message;
   box.hidden = false;
+}
+
+// -- which database ---------------------------------------------------------------------
+
+const DB_SOURCES = {
+  environment: "The server read this URL from DURABLE_DATABASE_URL when it started.",
+  config: "The server's configuration sets this URL (c.DurableExtension.database_url).",
+  default: "The default: .durable/durable.db under the server's root directory " +
+    "(DURABLE_DATABASE_URL was not set when the server started).",
+};
+
+/** The header's database URL (password hidden by the server) and where it came from. */
+async function loadInfo() {
+  state.infoFailed = false;
+  try {
+    const { database } = await api("info");
+    $("#db-url").textContent = database.url;
+    $("#db-url").title = `${database.backend} database read by this server`;
+    $("#db-source").textContent = `${DB_SOURCES[database.source] || ""} ` +
+      `Kernels started by this server get ${database.env_var} set to it.`;
+  } catch {
+    state.infoFailed = true; // asked again at the next refresh
+    $("#db-url").textContent = "(unknown: the server did not say)";
+  }
 }
 
 // -- formatting ------------------------------------------------------------------------
@@ -322,6 +348,9 @@ const state = {
   refreshing: false,
   refreshAgain: false,
   lastDetail: null,
+  // The route whose rows the list shows (they stay while the next page loads).
+  listShown: null,
+  infoFailed: false,
 };
 
 function parseRoute() {
@@ -386,17 +415,18 @@ function updatePagerStack(next) {
 }
 
 /** The pager's buttons and label; `loading`: the page is on its way, so whether there
- * is a next page is not known yet (the button keeps its state, and focus, meanwhile). */
-function renderPager({ loading = false } = {}) {
+ * is a next page is not known yet (the button keeps its state, and focus, meanwhile);
+ * `failed`: no page could be shown, so there is no page number either. */
+function renderPager({ loading = false, failed = false } = {}) {
   const { after } = state.route;
   const number = pageNumber(state.pageStack, after);
   const focused = document.activeElement;
   $("#first-page").disabled = !after;
   $("#prev-page").disabled = !state.pageStack.length;
   if (!loading) $("#next-page").disabled = !state.nextToken;
-  $("#page-label").textContent = number
-    ? `Page ${number}`
-    : "A later page (opened from a link: use First page to start over)";
+  $("#page-label").textContent = failed ? ""
+    : number ? `Page ${number}`
+      : "A later page (opened from a link: use First page to start over)";
   // Reaching the first or last page disables the button just used: keep the keyboard
   // focus in the pager rather than dropping it to the document.
   if (focused?.disabled && focused.closest(".pager")) {
@@ -405,14 +435,20 @@ function renderPager({ loading = false } = {}) {
   }
 }
 
+function listRouteKey(route) {
+  return JSON.stringify([route.query, route.limit, route.after]);
+}
+
 async function refreshList() {
   const route = state.route;
   const { query, limit, after } = route;
   const data = await api("workflows", { params: { query, limit, page_token: after } });
   if (state.route !== route) return; // the user moved on while this page loaded
+  $("#query").removeAttribute("aria-invalid");
   const key = JSON.stringify(data);
   if (key === state.listKey) return;
   state.listKey = key;
+  state.listShown = listRouteKey(route);
   state.nextToken = data.next_page_token;
   const tbody = $("#executions tbody");
   const rows = data.executions.map((e) =>
@@ -426,7 +462,9 @@ async function refreshList() {
       el("td", { class: "num" }, e.history_length)));
   if (!rows.length) {
     rows.push(el("tr", { class: "empty" },
-      el("td", { colspan: 7 }, query ? "No executions match this filter." : "No executions yet.")));
+      el("td", { colspan: 7 }, query ? "No executions match this filter."
+        : "No executions in this database yet. Runs a notebook started are missing? " +
+          "See “Not seeing your runs?” at the top.")));
   }
   tbody.replaceChildren(...rows);
   const number = pageNumber(state.pageStack, after);
@@ -436,6 +474,31 @@ async function refreshList() {
     `${query ? ` matching ${query}` : ""}, newest first (${where}` +
     `${data.next_page_token ? ", more on the next page" : ", the last page"})`;
   renderPager();
+}
+
+/** The list could not be loaded. Rows of another filter or page (or of a filter the
+ * server refused) must not stay under this one: they are cleared, with the count and
+ * the pager; a failed live refresh of the same page keeps its rows. */
+function listFailed(route, err) {
+  const refused = err.status >= 400 && err.status < 500;
+  const badFilter = refused && Boolean(route.query);
+  if (badFilter) $("#query").setAttribute("aria-invalid", "true");
+  else $("#query").removeAttribute("aria-invalid");
+  showError(refused ? err.message : `Could not load: ${err.message}`);
+  state.nextToken = null;
+  if (!refused && state.listShown === listRouteKey(route)) {
+    renderPager();
+    return;
+  }
+  state.listKey = "";
+  state.listShown = null;
+  const why = badFilter ? "the filter could not be read" : "the list could not be loaded";
+  $("#executions tbody").replaceChildren(el("tr", { class: "empty" },
+    el("td", { colspan: 7 }, badFilter
+      ? "No executions: correct the filter above, or clear it."
+      : "No executions shown.")));
+  $("#list-caption").textContent = `No executions: ${why}`;
+  renderPager({ failed: true });
 }
 
 // -- detail view -----------------------------------------------------------------------
@@ -453,6 +516,7 @@ async function refreshDetail() {
   if (state.route !== route) return; // the user moved on while this run loaded
   const key = JSON.stringify([desc, history.events.length, attempts]);
   state.lastDetail = { desc, history, attempts: attempts.attempts };
+  $("#detail-body").hidden = false;
   if (key !== state.detailKey) {
     state.detailKey = key;
     renderSummary(desc);
@@ -460,6 +524,20 @@ async function refreshDetail() {
     renderTimeline(history.events, attempts.attempts, desc);
   }
   renderHistory();
+}
+
+/** Nothing of another run (or of a run that is gone) stays on the page: the summary,
+ * pending work, timeline and history are emptied and hidden until this run loads. */
+function clearDetail(route) {
+  state.lastDetail = null;
+  state.detailKey = "";
+  state.historyKey = "";
+  $("#detail-body").hidden = true;
+  $("#detail-title").textContent = `Workflow ${route.id}`;
+  document.title = `${route.id} · Durable executions`;
+  for (const sel of ["#summary", "#pending tbody", "#timers tbody", "#timeline", "#history"]) {
+    $(sel).replaceChildren();
+  }
 }
 
 function renderSummary(d) {
@@ -644,14 +722,26 @@ async function refresh(routeChanged = false) {
   }
   state.refreshing = true;
   state.refreshAgain = false;
+  const route = state.route;
   try {
-    if (state.route.view === "list") await refreshList();
+    if (state.infoFailed) loadInfo();
+    if (route.view === "list") await refreshList();
     else await refreshDetail();
-    showError("");
-    $("#updated").textContent = `Updated ${new Date().toLocaleTimeString()}`;
+    if (state.route === route) {
+      showError("");
+      $("#updated").textContent = `Updated ${new Date().toLocaleTimeString()}`;
+    }
   } catch (err) {
-    showError(err.status === 404 ? err.message : `Could not load: ${err.message}`);
-    if (state.route.view === "list") renderPager(); // no page, so no next page
+    if (state.route !== route) {
+      // The user moved on while this loaded: the new route's own refresh reports.
+    } else if (route.view === "list") {
+      listFailed(route, err);
+    } else if (err.status === 404) {
+      clearDetail(route); // only the error: no run of this id (or run id) exists
+      showError(err.message);
+    } else {
+      showError(`Could not load: ${err.message}`);
+    }
   } finally {
     state.refreshing = false;
     if (state.refreshAgain) refresh();
@@ -672,11 +762,9 @@ function route() {
     renderPager({ loading: true });
     $("#query").value = state.route.query;
     document.title = "Durable executions";
-  } else if (!previous || previous.view !== "detail" || previous.id !== state.route.id) {
-    state.lastDetail = null;
-    $("#detail-title").textContent = `Workflow ${state.route.id}`;
-    $("#history").replaceChildren();
-    $("#timeline").replaceChildren();
+  } else if (!previous || previous.view !== "detail" || previous.id !== state.route.id ||
+             previous.runId !== state.route.runId) {
+    clearDetail(state.route);
   }
   if (previous && previous.view !== state.route.view) $("#main").focus();
   refresh(true);
@@ -710,9 +798,15 @@ function init() {
       renderHistory();
     });
   }
+  $("#db-help").addEventListener("keydown", (ev) => {
+    if (ev.key !== "Escape" || !$("#db-help").open) return;
+    $("#db-help").open = false;
+    $("#db-help summary").focus();
+  });
   $("#cancel-run").addEventListener("click", () => act("cancel"));
   $("#terminate-run").addEventListener("click", () => act("terminate"));
   window.addEventListener("hashchange", route);
+  loadInfo();
   setInterval(() => {
     if ($("#live").checked && document.visibilityState === "visible") refresh();
   }, REFRESH_MS);
