@@ -23,7 +23,9 @@ from engine._replay.events import HistoryEvent, short_name
 from ..conftest import TEMPORAL_DATA
 
 GOLDEN = Path(__file__).resolve().parents[1] / "replay" / "histories"
-SAMPLES = sorted(p for p in TEMPORAL_DATA.glob("temporal_history_*.json") if "seq1000" not in p.name)
+SAMPLES = sorted(
+    p for p in TEMPORAL_DATA.glob("temporal_history_*.json") if "seq1000" not in p.name
+)
 
 #: Top-level fields of Temporal's events that our engine does not record.
 NOT_RECORDED_TOP = {"taskId"}  # the server's per-shard task sequence number
