@@ -6,8 +6,18 @@ execution lists and worker metrics (ipywidgets; anywidget for the custom views).
     Timeline(handle)           # lanes of activity attempts, timers, children, signals
 
 Each widget is built on a pure view model in :mod:`widgets.models`. Live widgets refresh
-from the store on a background thread that exists only while one is open; ``close()``
-stops a widget's refresh.
+from the store on a background thread that exists only while one of them is live.
+
+``stop()`` (on every widget) ends a widget's refresh and leaves it on screen, showing
+what it shows then: the clean-up of a notebook, so that after "Run All" every output above
+it is still there. ``close()`` is ipywidgets' close: it stops the widget and destroys its
+front-end model, so its views disappear (the output goes blank). A run's views stop by
+themselves when the run closes.
+
+Each widget's display data also holds a static snapshot of what it shows (``text/html``
+tables; the timeline as ``image/png``; a ``text/plain`` summary), so a saved notebook
+shows the history on GitHub or nbviewer, without a kernel. A widget displayed by IPython
+has its output updated with its final state when it stops.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The widgets' background loop: engine calls and live refreshes, off the kernel's thread.
 
 One daemon thread ("durable-widgets") runs an asyncio loop while at least one widget is
-live. The first subscription starts it; when the last one ends (its widget closed, or its
-run finished) the loop stops and the thread exits, so no open widget means no thread.
+live. The first subscription starts it; when the last one ends (its widget stopped or
+closed, or its run finished) the loop stops and the thread exits, so no live widget means
+no thread.
 Engine calls from a widget's constructor also run here, so they work the same whether the
 kernel's own loop is busy with a cell, idle, or absent (plain Python, tests).
 """

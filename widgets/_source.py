@@ -11,6 +11,7 @@ from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
 from engine.exceptions import WorkflowNotFoundError
 
 from . import _live
+from ._snapshot import StaticDisplay
 from .models import CLOSE_EVENTS, HistoryModel
 
 __all__ = ["LiveRunView", "RunSource"]
@@ -79,10 +80,11 @@ class RunSource:
         return events, await self.handle.fetch_attempts() if want else None
 
 
-class LiveRunView:
+class LiveRunView(StaticDisplay):
     """What the live run views (HistoryView, Timeline) share, mixed into their widget
     class: the lock between the browser's changes and the refresh, the views the front
-    end reports, errors shown in the ``error`` trait, and :meth:`close`."""
+    end reports, errors shown in the ``error`` trait, the static fallbacks of their
+    display data, :meth:`stop` and :meth:`close`."""
 
     _lock: threading.RLock
     _views: _live.Views
@@ -115,8 +117,8 @@ class LiveRunView:
         def show(polled: tuple[list[HistoryEvent], list[dict[str, Any]] | None]) -> bool:
             return self._apply(*polled)
 
-        self._subscription = _live.subscribe(
-            lambda: _live.refresh_loop(
+        async def follow() -> None:
+            await _live.refresh_loop(
                 read,
                 show,
                 interval=interval,
@@ -124,9 +126,11 @@ class LiveRunView:
                 on_error=self._on_refresh_error,
                 name=name,
                 fatal=(WorkflowNotFoundError,),
-            ),
-            name,
-        )
+            )
+            # The run closed (or the refresh gave up): the outputs get the final state.
+            self._publish_snapshot()
+
+        self._subscription = _live.subscribe(follow, name)
 
     def set_state(self, sync_data: dict[str, Any]) -> None:
         # Changes from the browser arrive on the kernel's thread; the refresh writes on
@@ -151,11 +155,31 @@ class LiveRunView:
     def _stopped(self) -> None:
         self.live = False
 
-    def close(self) -> None:
-        """Stop following the run and close the widget."""
+    def _end_refresh(self) -> None:
         if self._subscription is not None:
-            self._subscription.cancel()
-        self.live = False
+            self._subscription.cancel()  # waits; the thread goes with the last one
+        lock = getattr(self, "_lock", None)  # None: the constructor failed early
+        if lock is None:
+            return
+        with lock:
+            self._stopped()
+
+    def stop(self) -> None:
+        """Stop following the run and keep the widget on screen, showing what it shows
+        now (the notebook's clean-up: after "Run All" every output stays visible).
+
+        No background refresh (nor thread, once no widget is live) is left. The view
+        still answers the browser (scrolling, selecting a row); its saved output gets a
+        static snapshot of this final state. Use :meth:`close` to remove it as well.
+        """
+        self._end_refresh()
+        self._publish_snapshot()
+
+    def close(self) -> None:
+        """Stop following the run and close the widget: ipywidgets' close, which
+        destroys the front-end model and so removes every view of it (its output goes
+        blank). To stop the refresh and keep the output, use :meth:`stop`."""
+        self._end_refresh()
         super().close()  # type: ignore[misc]
 
 

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from html import escape
 from typing import Any
 
 import anywidget
@@ -18,10 +19,11 @@ import traitlets
 from engine import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from . import _live
+from ._snapshot import StaticDisplay, html_table
 from ._source import seconds
 from ._static import CSS, esm
 from .history_view import HistoryView
-from .models import STATUS_COLOURS
+from .models import STATUS_COLOURS, short_id
 
 __all__ = [
     "ExecutionList",
@@ -89,7 +91,8 @@ def execution_row(execution: WorkflowExecution) -> dict[str, Any]:
 
     An open run has no "took" yet (its status chip says it runs): a row depends only on
     what is recorded, so a live refresh of a page where nothing happened changes nothing
-    and sends nothing to the front end.
+    and sends nothing to the front end. ``run_id_short`` is the run id by its end
+    (``…3f9a1c2d``): run ids are UUIDv7, whose start is the same for runs started together.
     """
     status = status_name(execution.status)
     start = execution.start_time.timestamp()
@@ -97,6 +100,7 @@ def execution_row(execution: WorkflowExecution) -> dict[str, Any]:
     return {
         "id": execution.id,
         "run_id": execution.run_id,
+        "run_id_short": short_id(execution.run_id),
         "workflow_type": execution.workflow_type,
         "task_queue": execution.task_queue,
         "status": status,
@@ -175,7 +179,7 @@ class _Page:
     counts: StatusCounts
 
 
-class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
+class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
     """Runs matching a list filter, newest first: status chips with counts, a page at a
     time, refreshed live; clicking a run opens its :class:`HistoryView` below the table.
 
@@ -185,7 +189,11 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
     page is re-read every ``refresh_interval`` (the counts every few seconds) while the
     widget is open, and not at all while no view of it is shown. A failed read shows in
     :attr:`error` and is retried after a growing pause; after five in a row the refresh
-    stops and says so. :meth:`close` stops it and closes the history view.
+    stops and says so. :meth:`stop` ends the refresh (and the history view's) and
+    leaves both on screen as they are; :meth:`close` stops it and removes the widget.
+
+    Its display data holds, besides the widget view, the page of runs and the counts by
+    status as HTML, so a saved notebook shows them without a kernel.
     """
 
     def __init__(
@@ -220,6 +228,7 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
         self._open_failed = False
         self._refresh_error = ""  # what the live refresh last put in the table's error
         self._closed = False
+        self._frozen = False  # stop(): no live refresh, and no live history view
         self._views = _live.Views()  # the table's open front-end views
         self.table = ExecutionTable(page_size=page_size)
         self.detail = ipywidgets.VBox()
@@ -232,6 +241,18 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
         self.table.on_msg(self._on_message)
         self._subscription = _live.subscribe(self._refresh, f"executions {client.namespace}")
         self.table.live = True
+
+    def __repr__(self) -> str:
+        if not hasattr(self, "_subscription"):  # the constructor failed
+            return "<ExecutionList (not built)>"
+        counts = StatusCounts(self.counts, int(self.table.count_total), self.counts_capped)
+        by_status = ", ".join(f"{s.replace('_', ' ')} {counts.text(s)}" for s in counts.by_status)
+        query = f" matching {self._applied!r}" if self._applied else ""
+        return (
+            f"<ExecutionList {counts.text()} runs{query}"
+            + (f" ({by_status})" if by_status else "")
+            + f" · page {self.page}{' · live' if self.refreshing else ''}>"
+        )
 
     # -- what the table shows (read-only views of its traits) ---------------------------
 
@@ -388,6 +409,7 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
             on_error=self._refresh_failed,
             name="the execution list",
         )
+        self._publish_snapshot()  # the refresh gave up: the outputs get the last page
 
     def _refresh_failed(self, message: str, stopped: bool) -> None:
         """Show a failed read of the live refresh (and that it stopped); ``""``: reads
@@ -459,6 +481,8 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
             self.table.error = f"could not open {which} {workflow_id!r}: {err}"
             self._open_failed = True
             return None
+        if self._frozen:
+            view.stop()  # a stopped list opens snapshots, not live views
         previous, self._view = self._view, view
         self._view_key = {"id": workflow_id, "run_id": run_id}
         self._select(self._view_key)
@@ -484,8 +508,26 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
         if view is not None:
             view.close()
 
+    def stop(self) -> None:
+        """Stop the live refresh (and the history view's) and keep the widget on screen
+        as it is: no background thread is left once no widget is live, and the saved
+        output gets a static snapshot of the page. The filter, pager and rows still
+        answer (a run opened now shows its history without following it).
+        :meth:`close` removes the widget as well."""
+        subscription = getattr(self, "_subscription", None)  # None: construction failed
+        if subscription is None:
+            return
+        with self._lock:
+            self._frozen = True
+        subscription.cancel()
+        self.table.live = False
+        if self._view is not None:
+            self._view.stop()
+        self._publish_snapshot()
+
     def close(self) -> None:
-        """Stop the refresh, close the history view and the widget."""
+        """Stop the refresh, close the history view and the widget (ipywidgets' close:
+        every view of it is removed, its output goes blank; see :meth:`stop`)."""
         subscription = getattr(self, "_subscription", None)  # None: construction failed
         if subscription is not None:
             with self._lock:
@@ -496,6 +538,58 @@ class ExecutionList(ipywidgets.VBox):  # type: ignore[misc]
             self.table.close()
             self.detail.close()
         super().close()
+
+    # -- static fallbacks ---------------------------------------------------------------
+
+    def _static_html(self) -> str:
+        rows = self.rows
+        counts = StatusCounts(self.counts, int(self.table.count_total), self.counts_capped)
+        chips = " · ".join(
+            [f"all {counts.text()}"]
+            + [f"{s.replace('_', ' ')} {counts.text(s)}" for s in counts.by_status]
+        )
+        query = f"<p>filter: <code>{escape(self._applied)}</code></p>" if self._applied else ""
+        table = html_table(
+            [
+                "status",
+                "workflow id",
+                "type",
+                "run id",
+                "task queue",
+                "started (UTC)",
+                "took",
+                "events",
+            ],
+            [
+                (
+                    r["status"].replace("_", " "),
+                    r["id"],
+                    r["workflow_type"],
+                    r.get("run_id_short") or short_id(r["run_id"]),
+                    r["task_queue"],
+                    r["started"],
+                    r["took"],
+                    r["history_length"],
+                )
+                for r in rows
+            ],
+            failed=[r["status"] in ("failed", "timed_out") for r in rows],
+        )
+        more = " · more on the next page" if self.table.has_next else ""
+        error = f"<p><em>{escape(self.error)}</em></p>" if self.error else ""
+        return (
+            f'<div class="dn-static dn-xl">{query}<p><strong>{escape(chips)}</strong></p>'
+            f"{error}{table}<p>page {self.page}{more}</p></div>"
+        )
+
+    def _static_text(self) -> str:
+        lines = [repr(self)]
+        for r in self.rows[:30]:
+            run = r.get("run_id_short") or short_id(r["run_id"])
+            lines.append(f"  {r['status']:<16} {r['id']}  {r['workflow_type']}  run {run}")
+        if len(self.rows) > 30:
+            lines.append(f"  … {len(self.rows) - 30} more on this page")
+        return "\n".join(lines)
 
 
 def _describe(err: Exception, query: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from html import escape
 from typing import Any
 
 import anywidget
@@ -11,9 +12,10 @@ import traitlets
 
 from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
 
+from ._snapshot import html_table
 from ._source import LiveRunView, RunSource, seconds
 from ._static import CSS, esm
-from .models import HistoryModel
+from .models import CompactRow, HistoryModel, offset_text
 
 __all__ = ["HistoryView"]
 
@@ -32,7 +34,11 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
     Only the rows in view are sent to the browser (``window_size`` at a time), so a
     50,000-event history opens as fast as a short one. The refresh pauses while no view of
     the widget is on screen, stops by itself once the run has closed, shows what went wrong
-    if the database cannot be read, and stops for good with :meth:`close`.
+    if the database cannot be read, and stops for good with :meth:`stop` (the table
+    stays on screen as it is) or :meth:`close` (the widget is removed).
+
+    Its display data holds, besides the widget view, the compact rows as an HTML table
+    (and a text summary), so a saved notebook shows the history without a kernel.
     """
 
     _esm = esm("history_view.js")
@@ -85,6 +91,40 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"<HistoryView {self.title} · {self.status} · {self.event_count} events>"
+
+    # -- static fallbacks ---------------------------------------------------------------
+
+    def _heading(self) -> str:
+        failures = self.failure_count
+        more = f" · {failures} failure{'' if failures == 1 else 's'}" if failures else ""
+        return f"{self.title} · {self.status.replace('_', ' ')} · {self.event_count} events{more}"
+
+    def _static_html(self) -> str:
+        with self._lock:
+            rows = self._model.compact()
+            heading = self._heading()
+        table = html_table(
+            ["kind", "name", "status", "attempts", "at", "took", "summary"],
+            [_cells(r) for r in rows],
+            failed=[r.failed for r in rows],
+        )
+        return (
+            f'<div class="dn-static dn-history"><p><strong>{escape(heading)}</strong></p>'
+            f"{table}</div>"
+        )
+
+    def _static_text(self) -> str:
+        with self._lock:
+            rows = self._model.compact()
+        lines = [repr(self)]
+        for r in rows[:30]:
+            kind, label, status, attempts, at, took, _summary = _cells(r)
+            lines.append(
+                "  ".join(p for p in (f"{kind:<13}", label, status, attempts, at, took) if p)
+            )
+        if len(rows) > 30:
+            lines.append(f"… {len(rows) - 30} more rows")
+        return "\n".join(lines)
 
     # -- model --------------------------------------------------------------------------
 
@@ -156,3 +196,19 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
             self.selected = index
             self.detail = self._model.detail(self.mode, index)
             self._update_rows()
+
+
+def _cells(row: CompactRow) -> tuple[str, str, str, str, str, str, str]:
+    """A compact row as the static table writes it."""
+    took = (
+        "" if row.end is None or row.end <= row.start else offset_text(row.end - row.start, sign="")
+    )
+    return (
+        row.kind.replace("_", " "),
+        row.label,
+        row.status.replace("_", " "),
+        f"\u00d7{row.attempts}" if row.attempts else "",  # "x3", as the live table writes it
+        offset_text(row.start),
+        took,
+        row.summary,
+    )

@@ -27,9 +27,14 @@ __all__ = [
     "Lane",
     "Tick",
     "TimelineData",
+    "axis_ticks",
     "event_detail",
     "event_row",
     "is_failure",
+    "min_bar_seconds",
+    "offset_text",
+    "short_id",
+    "tick_label",
     "timeline",
 ]
 
@@ -158,10 +163,61 @@ def _decoded(node: Any) -> Any:
     return node
 
 
+def _pull_traces(node: Any, path: str, traces: list[tuple[str, str]]) -> Any:
+    """``node`` with every non-empty ``stackTrace`` string replaced by a pointer to where
+    it is printed (as lines, after the JSON); the traces are added to ``traces``."""
+    if isinstance(node, Mapping):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key == "stackTrace" and isinstance(value, str) and value.strip():
+                lines = value.rstrip("\n").count("\n") + 1
+                traces.append((where, value.rstrip()))
+                out[key] = f"({lines} line{'' if lines == 1 else 's'}, below)"
+            else:
+                out[key] = _pull_traces(value, where, traces)
+        return out
+    if isinstance(node, list):
+        return [_pull_traces(v, f"{path}[{i}]", traces) for i, v in enumerate(node)]
+    return node
+
+
 def event_detail(event: HistoryEvent) -> str:
-    """The event's attributes as indented JSON, payloads decoded (cut at 20,000 chars)."""
-    text = json.dumps(_decoded(event.attributes), indent=2, default=str, sort_keys=True)
+    """The event's attributes as indented JSON, payloads decoded, and after it each
+    failure's stack trace as lines (not a JSON string of ``\\n``); cut at 20,000 chars."""
+    traces: list[tuple[str, str]] = []
+    attributes = _pull_traces(_decoded(event.attributes), "", traces)
+    text = json.dumps(attributes, indent=2, default=str, sort_keys=True)
+    for where, trace in traces:
+        text += f"\n\n{where}:\n{trace}"
     return _cut(text, _DETAIL_LIMIT)
+
+
+def short_id(value: str, keep: int = 8) -> str:
+    """A long id by its distinguishing end: ``…3f9a1c2d``.
+
+    Run ids are UUIDs version 7, whose first characters are a timestamp: runs started
+    together share them, so a shortened run id keeps the end, never the start. Ids of
+    ``keep + 4`` characters or fewer are returned whole.
+    """
+    return value if len(value) <= keep + 4 else "…" + value[-keep:]
+
+
+def offset_text(seconds: float | None, *, sign: str = "+") -> str:
+    """``+0.25 s``, ``+12 ms``, ``+3.5 min``: a time since the run's start (or, with
+    ``sign=""``, a duration), as the widgets' tables write it."""
+    if seconds is None:
+        return ""
+    s = max(0.0, seconds)
+    if s < 1:
+        return f"{sign}{s * 1000:.0f} ms"
+    if s < 120:
+        return f"{sign}{s:.{2 if s < 10 else 1}f} s"
+    if s < 7200:
+        return f"{sign}{s / 60:.1f} min"
+    if s < 172800:
+        return f"{sign}{s / 3600:.1f} h"
+    return f"{sign}{s / 86400:.1f} d"
 
 
 @dataclass(frozen=True)
@@ -466,6 +522,67 @@ class HistoryModel:
 
 
 # -- timeline -----------------------------------------------------------------------------
+
+#: The units a timeline axis is labelled in, and the steps (in that unit) its ticks may
+#: take: round values only (1, 2, 5, 10 ... seconds; 1, 2, 5, 10, 15, 30 minutes ...).
+_AXIS_UNITS: tuple[tuple[str, float, tuple[float, ...]], ...] = (
+    ("ms", 0.001, (1, 2, 5, 10, 20, 50, 100, 200, 500)),
+    ("s", 1.0, (1, 2, 5, 10, 15, 20, 30)),
+    ("min", 60.0, (1, 2, 5, 10, 15, 20, 30)),
+    ("h", 3600.0, (1, 2, 3, 6, 12)),
+    ("d", 86400.0, (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)),
+)
+_MIN_STEP = 0.001  # the finest step: one millisecond
+
+
+def _tick_step(span: float, max_ticks: int) -> tuple[str, float, float]:
+    """The unit (name, seconds) and the step (seconds) of the ticks for ``span``."""
+    raw = span / max(1, max_ticks)
+    for name, unit, steps in _AXIS_UNITS:
+        for step in steps:
+            if step * unit >= raw:
+                return name, unit, step * unit
+    name, unit, steps = _AXIS_UNITS[-1]
+    step = steps[-1] * unit
+    while step < raw:  # a span of centuries: keep multiplying by ten
+        step *= 10
+    return name, unit, step
+
+
+def tick_label(at: float, step: float) -> str:
+    """The label of a tick at ``at`` seconds on an axis whose ticks are ``step`` apart:
+    ``0``, ``500 ms``, ``1.5 s``, ``40 s``, ``1 min 20 s``, ``2 h``, ``1 d 12 h`` (never
+    finer than the step, so every label of an axis is a round value)."""
+    if at <= 0:
+        return "0"
+    if step < 1:
+        return f"{at * 1000:.0f} ms" if at < 1 else f"{round(at, 3):g} s"
+    finest = max(u for _n, u, _s in _AXIS_UNITS if u <= step)
+    parts: list[str] = []
+    rest = round(at)
+    for name, unit, _steps in reversed(_AXIS_UNITS):
+        if unit < finest:
+            break
+        count, rest = divmod(rest, round(unit))
+        if count:
+            parts.append(f"{count} {name}")
+    return " ".join(parts) or f"{at:g} s"
+
+
+def axis_ticks(end: float, max_ticks: int = 8) -> list[tuple[float, str]]:
+    """Ticks for an axis from 0 to ``end`` seconds: at most ``max_ticks`` (+1 for 0), at
+    multiples of a round step (1, 2, 5, 10, 15, 30 s; 1, 2, 5 ... min; 1, 2, 3, 6, 12 h;
+    days), each with its label. ``[(0.0, "0"), (1.0, "1 s"), (2.0, "2 s"), ...]``."""
+    end = max(end, _MIN_STEP)
+    _name, _unit, step = _tick_step(end, max_ticks)
+    count = int(end / step + 1e-9)
+    return [(round(i * step, 6), tick_label(i * step, step)) for i in range(count + 1)]
+
+
+def min_bar_seconds(end: float, plot_pixels: float, min_pixels: float = 4.0) -> float:
+    """The shortest a bar may be drawn, in seconds, on an axis of ``end`` seconds drawn
+    ``plot_pixels`` wide: ``min_pixels``, so a millisecond activity stays visible."""
+    return max(end, _MIN_STEP) * min_pixels / max(plot_pixels, 1.0)
 
 
 @dataclass

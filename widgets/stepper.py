@@ -11,6 +11,7 @@ from engine import DataConverter, HistoryEvent, WorkflowHandle, WorkflowHistory
 from engine.worker import Replayer, ReplaySession, Snapshot
 
 from . import _live
+from ._snapshot import StaticDisplay
 from .stepper_model import (
     Breakpoints,
     banner_html,
@@ -18,8 +19,11 @@ from .stepper_model import (
     history_html,
     parse_breakpoints,
     position_label,
+    replay_state,
     source_html,
     state_html,
+    static_html,
+    static_text,
     style_html,
 )
 
@@ -38,7 +42,7 @@ def _history_of(source: WorkflowHistory | WorkflowHandle) -> WorkflowHistory:
     )
 
 
-class ReplayStepper(w.VBox):  # type: ignore[misc]
+class ReplayStepper(StaticDisplay, w.VBox):  # type: ignore[misc]
     """Step through the replay of ``history`` against ``workflows``, one event at a time.
 
     The session of :meth:`engine.worker.Replayer.debug` as a widget: buttons to restart,
@@ -57,6 +61,13 @@ class ReplayStepper(w.VBox):  # type: ignore[misc]
     The methods :meth:`step`, :meth:`step_back`, :meth:`step_task`,
     :meth:`run_to_breakpoint`, :meth:`run`, :meth:`goto` and :meth:`restart` do what the
     buttons do and return the new :class:`~engine.worker.Snapshot`.
+
+    Code defined in a notebook cell is named by its cell (``In [12]``), not by the file
+    IPython compiled it as. The display data holds, besides the widget view, an HTML
+    snapshot (position, source line, banner, the events around), so a saved notebook
+    shows where the replay stood. The stepper reads nothing in the background;
+    :meth:`stop` refreshes that snapshot and leaves the widget as it is, :meth:`close`
+    removes it.
     """
 
     def __init__(
@@ -127,6 +138,8 @@ class ReplayStepper(w.VBox):  # type: ignore[misc]
         self.source_view = w.HTML()
         self.state_view = w.HTML()
         self.history_view = w.HTML(layout=w.Layout(flex="1 1 420px", min_width="300px"))
+        for panel in (self.source_view, self.state_view, self.history_view, self.banner):
+            panel.add_class("dn-st-panel")  # may shrink: long lines wrap, nothing clipped
         style = w.HTML(value=style_html(), layout=w.Layout(display="none"))
         toolbar = w.HBox(
             [
@@ -143,6 +156,7 @@ class ReplayStepper(w.VBox):  # type: ignore[misc]
             [self.source_view, self.state_view],
             layout=w.Layout(flex="1 1 380px", min_width="280px"),
         )
+        code.add_class("dn-st-code")
         body = w.HBox([code, self.history_view], layout=w.Layout(flex_flow="row wrap"))
         super().__init__(
             children=[
@@ -159,6 +173,17 @@ class ReplayStepper(w.VBox):  # type: ignore[misc]
         self.add_class("dn-widget")
         self.add_class("dn-stepper")
         self._render()
+
+    def __repr__(self) -> str:
+        if not hasattr(self, "_snapshot"):  # the constructor failed
+            return "<ReplayStepper (not built)>"
+        snap = self._snapshot
+        state, _colour = replay_state(snap)
+        history = self._history
+        return (
+            f"<ReplayStepper {history.workflow_id} · {history.workflow_type} · "
+            f"event {snap.position} of {snap.total} · {state}>"
+        )
 
     # -- what the buttons do ----------------------------------------------------------
 
@@ -287,11 +312,28 @@ class ReplayStepper(w.VBox):  # type: ignore[misc]
             b.disabled = forward_blocked
         self.back_button.disabled = self.restart_button.disabled = snap.position == 0
 
+    def stop(self) -> None:
+        """Leave the widget on screen as it is (a notebook's clean-up, as for the live
+        widgets; the stepper has no background refresh to end): its saved output gets a
+        static snapshot of the current position. :meth:`close` removes it."""
+        self._publish_snapshot()
+
     def close(self) -> None:
-        """Close the widget and every widget it is made of."""
+        """Close the widget and every widget it is made of (ipywidgets' close: its views
+        are removed and its output goes blank; see :meth:`stop`)."""
         for child in _descendants(self):
             child.close()
         super().close()
+
+    # -- static fallbacks ---------------------------------------------------------------
+
+    def _static_html(self) -> str:
+        history = self._history
+        return static_html(history.workflow_id, history.workflow_type, self._snapshot, self._events)
+
+    def _static_text(self) -> str:
+        history = self._history
+        return static_text(history.workflow_id, history.workflow_type, self._snapshot)
 
 
 def _diverged_at(snap: Snapshot) -> int | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import linecache
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,6 +22,7 @@ from typing import Any
 from engine import HistoryEvent, NondeterminismError
 from engine.worker import Snapshot
 
+from ._snapshot import html_table
 from ._static import CSS
 from .models import event_summary, is_failure
 
@@ -35,13 +37,19 @@ __all__ = [
     "position_label",
     "source_html",
     "source_listing",
+    "source_name",
     "state_html",
+    "static_html",
+    "static_text",
     "style_html",
 ]
 
 
-#: The most source lines shown at once (the function around the current line).
-MAX_SOURCE_LINES = 40
+#: The most source lines shown at once (the whole function the current line is in,
+#: unless it is longer: then a window of this many around the line).
+MAX_SOURCE_LINES = 150
+#: Source lines and history events either side of the current one in the static snapshot.
+STATIC_AROUND = 5
 #: The most commands listed (the latest ones; a long history matches thousands).
 MAX_COMMANDS = 25
 _TOKEN = re.compile(r"#?\d+|[A-Za-z_]\w*")
@@ -109,6 +117,41 @@ def parse_breakpoints(spec: str | Iterable[int | str]) -> tuple[Breakpoints, lis
     return Breakpoints(frozenset(ids), frozenset(types)), bad
 
 
+# -- source file names -------------------------------------------------------------------
+
+_IPYTHON_INPUT = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")
+
+
+def _cell_number(filename: str) -> int | None:
+    """The execution count of the IPython cell compiled as ``filename``, if it is one.
+
+    IPython names the code of each cell (``/tmp/ipykernel_123/3717557294.py`` in a
+    kernel, ``<ipython-input-12-…>`` in a terminal) and keeps the execution count of
+    each name in its compiler's ``_filename_map``. IPython is only looked at when it is
+    already loaded: outside it, no file is a cell.
+    """
+    found = _IPYTHON_INPUT.fullmatch(filename)
+    if found:
+        return int(found.group(1))
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return None
+    try:
+        shell = ipython.get_ipython()
+    except Exception:  # an IPython half torn down: no names to be had
+        return None
+    mapping = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    number = mapping.get(filename) if isinstance(mapping, dict) else None
+    return number if isinstance(number, int) else None
+
+
+def source_name(filename: str) -> str:
+    """What a source file is called in the stepper: ``In [12]`` for the code of an
+    IPython cell, else the file's name (``orders.py``)."""
+    number = _cell_number(filename)
+    return f"In [{number}]" if number is not None else Path(filename).name
+
+
 # -- position ----------------------------------------------------------------------------
 
 
@@ -120,17 +163,26 @@ def position_label(events: Sequence[HistoryEvent], position: int) -> str:
     return f"event {event.event_id} · {event.event_type} · {position}/{len(events)}"
 
 
+def replay_state(snap: Snapshot) -> tuple[str, str]:
+    """The replay's state (``replaying``, ``diverged``, ``completed``, ``end of
+    history``) and the colour of its chip."""
+    if snap.diverged is not None:
+        return "diverged", "#e03131"
+    if snap.completed:
+        return "completed", "#2b8a3e"
+    if snap.at_end:
+        return "end of history", "#495057"
+    return "replaying", "#1971c2"
+
+
+def _workflow_time(snap: Snapshot) -> str:
+    return snap.workflow_time.isoformat(timespec="seconds") if snap.workflow_time else "-"
+
+
 def header_html(workflow_id: str, workflow_type: str, snap: Snapshot, note: str = "") -> str:
     """The title line: the run, how far the replay is, and its state as a chip."""
-    if snap.diverged is not None:
-        state, colour = "diverged", "#e03131"
-    elif snap.completed:
-        state, colour = "completed", "#2b8a3e"
-    elif snap.at_end:
-        state, colour = "end of history", "#495057"
-    else:
-        state, colour = "replaying", "#1971c2"
-    time = snap.workflow_time.isoformat(timespec="seconds") if snap.workflow_time else "-"
+    state, colour = replay_state(snap)
+    time = _workflow_time(snap)
     parts = [
         '<div class="dn-head">',
         f'<span class="dn-title">Replay of {escape(workflow_id)} · {escape(workflow_type)}</span>',
@@ -151,7 +203,7 @@ def _current_line(snap: Snapshot) -> str:
     src = snap.source
     if src is None:
         return ""
-    where = f"{Path(src.filename).name}:{src.line} in {src.function}()"
+    where = f"{source_name(src.filename)}:{src.line} in {src.function}()"
     text = next((t for n, t in src.context if n == src.line), "").strip()
     return f"{where}: {text}" if text else where
 
@@ -251,12 +303,7 @@ def source_html(snap: Snapshot, listing: Sequence[tuple[int, str]] | None = None
     """The workflow source with line numbers, the line where the code waits highlighted."""
     src = snap.source
     if src is None:
-        if snap.completed:
-            why = "The workflow code has returned: the run is complete."
-        elif snap.position == 0:
-            why = "Before the first event: no workflow code has run yet."
-        else:
-            why = "The workflow code is not waiting anywhere yet (no workflow task so far)."
+        why = _no_source(snap)
         return f'<div class="dn-st-section"><div class="dn-note">{why}</div></div>'
     listing = source_listing(snap) if listing is None else listing
     rows = []
@@ -270,7 +317,7 @@ def source_html(snap: Snapshot, listing: Sequence[tuple[int, str]] | None = None
             f"{escape(text)}</span>"
         )
     head = (
-        f'<div class="dn-st-h">{escape(Path(src.filename).name)}:{src.line} in '
+        f'<div class="dn-st-h">{escape(source_name(src.filename))}:{src.line} in '
         f"<code>{escape(src.function)}()</code></div>"
     )
     body = "".join(rows) or '<span class="dn-note">(source not available)</span>'
@@ -401,3 +448,100 @@ def history_html(
         f'<span class="dn-note">{shown}</span></div>'
         f'<table class="dn-st-history">{head}{"".join(rows)}</table></div>'
     )
+
+
+# -- static snapshot (a saved notebook's fallback) ---------------------------------------
+
+
+def _source_window(snap: Snapshot, around: int) -> list[tuple[int, str]]:
+    src = snap.source
+    if src is None:
+        return []
+    return [(n, t) for n, t in source_listing(snap) if abs(n - src.line) <= around]
+
+
+def static_html(
+    workflow_id: str,
+    workflow_type: str,
+    snap: Snapshot,
+    events: Sequence[HistoryEvent],
+    *,
+    around: int = STATIC_AROUND,
+) -> str:
+    """What the stepper shows, as HTML that needs no style sheet nor script: the run and
+    position, the divergence banner, the source around the current line, and the events
+    around the current one (every piece of user text escaped)."""
+    state, _colour = replay_state(snap)
+    parts = [
+        '<div class="dn-static dn-stepper">',
+        f"<p><strong>Replay of {escape(workflow_id)} · {escape(workflow_type)}</strong>"
+        f" · {state} · event {snap.position} of {snap.total}"
+        f" · workflow time {escape(_workflow_time(snap))}</p>",
+    ]
+    banner = _banner(snap)
+    if banner is not None:
+        title, rows = banner
+        lines = "".join(f"<br><b>{escape(k)}:</b> <code>{escape(v)}</code>" for k, v in rows)
+        parts.append(
+            '<p role="alert" style="border:1px solid #e03131;padding:4px 8px">'
+            f"<strong>{escape(title)}</strong>{lines}</p>"
+        )
+    src = snap.source
+    if src is not None:
+        listing = _source_window(snap, around)
+        text = "\n".join(f"{'▶' if n == src.line else ' '}{n:>4}  {line}" for n, line in listing)
+        parts.append(
+            f"<p>{escape(source_name(src.filename))}:{src.line} in "
+            f"<code>{escape(src.function)}()</code></p>"
+            f"<pre>{escape(text) or '(source not available)'}</pre>"
+        )
+    else:
+        parts.append(f"<p><em>{escape(_no_source(snap))}</em></p>")
+    start, stop = history_window(events, snap.position, 2 * around + 1)
+    current = snap.position - 1
+    parts.append(
+        html_table(
+            ["", "id", "type", "summary"],
+            [
+                (
+                    "▶" if i == current else "",
+                    events[i].event_id,
+                    events[i].event_type,
+                    event_summary(events[i]),
+                )
+                for i in range(start, stop)
+            ],
+            failed=[is_failure(events[i].event_type) for i in range(start, stop)],
+        )
+    )
+    parts.append(
+        f"<p>events {start + 1} to {stop} of {len(events)}</p></div>" if events else "</div>"
+    )
+    return "".join(parts)
+
+
+def _no_source(snap: Snapshot) -> str:
+    if snap.completed:
+        return "The workflow code has returned: the run is complete."
+    if snap.position == 0:
+        return "Before the first event: no workflow code has run yet."
+    return "The workflow code is not waiting anywhere yet (no workflow task so far)."
+
+
+def static_text(workflow_id: str, workflow_type: str, snap: Snapshot) -> str:
+    """The stepper's state in a few lines of plain text."""
+    state, _colour = replay_state(snap)
+    lines = [
+        f"Replay of {workflow_id} · {workflow_type} · {state} · event {snap.position} of {snap.total}"
+    ]
+    if snap.event is not None:
+        lines.append(f"event {snap.event.event_id}: {snap.event.event_type}")
+    where = _current_line(snap)
+    if where:
+        lines.append(f"code at {where}")
+    if snap.locals:
+        lines.append("locals: " + ", ".join(f"{k}={v}" for k, v in snap.locals.items()))
+    banner = banner_text(snap)
+    if banner:
+        lines.append(banner)
+    return "\n".join(lines)

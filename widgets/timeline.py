@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import io
+import logging
 import threading
 from datetime import timedelta
 from typing import Any
@@ -11,11 +14,22 @@ import traitlets
 
 from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
 
+from . import _live
 from ._source import LiveRunView, RunSource, seconds
 from ._static import CSS, esm
-from .models import STATUS_COLOURS, HistoryModel, TimelineData, timeline
+from .models import (
+    STATUS_COLOURS,
+    HistoryModel,
+    TimelineData,
+    axis_ticks,
+    min_bar_seconds,
+    offset_text,
+    timeline,
+)
 
 __all__ = ["Timeline"]
+
+log = logging.getLogger("widgets")
 
 
 class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
@@ -24,8 +38,14 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
     One lane for the workflow tasks, one per activity (each attempt a bar, failed ones in
     red, the backoff waits between them dashed), one per timer (a span to its firing, its
     due time marked), one per child, and one lane of signal / update / marker ticks. A
-    "now" line moves while the run is open. :meth:`figure` draws the same view with
-    matplotlib for static output (printed notes, nbval, exported notebooks).
+    "now" line moves while the run is open. The axis is ticked at round values (0, 1 s,
+    2 s, 5 s ... minutes, hours); a bar is never drawn narrower than a few pixels, so a
+    millisecond activity stays visible.
+
+    :meth:`figure` draws the same view with matplotlib (re-reading the run first) for
+    static output; the widget's display data holds that figure as a PNG, so a saved
+    notebook shows the timeline without a kernel. :meth:`stop` ends the live refresh and
+    keeps the drawing on screen; :meth:`close` removes the widget.
     """
 
     _esm = esm("timeline.js")
@@ -36,6 +56,8 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
     data = traitlets.Dict({}).tag(sync=True)
     #: The "now" line (seconds since the start) while the run is open; None once closed.
     now = traitlets.Float(None, allow_none=True).tag(sync=True)
+    #: The axis ticks, ``[seconds, label]`` at round values, up to the end of the axis.
+    ticks: traitlets.List[Any] = traitlets.List([]).tag(sync=True)
     live = traitlets.Bool(False).tag(sync=True)
 
     def __init__(
@@ -66,8 +88,15 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
         return f"<Timeline {self.title} · {lanes} lanes{' · live' if self.live else ''}>"
 
     def _stopped(self) -> None:
-        self.live = False
-        self.now = None
+        with self.hold_sync():
+            self.live = False
+            self._set_now(None)
+
+    def _set_now(self, now: float | None) -> None:
+        """Move the "now" line, and the ticks with the end of the axis."""
+        self.now = now
+        end = max(float(self.data.get("end") or 0.0), now or 0.0, 0.001)
+        self.ticks = [[at, label] for at, label in axis_ticks(end)]
 
     @property
     def timeline(self) -> TimelineData:
@@ -78,8 +107,9 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
 
     def _redraw(self) -> None:
         data = self.timeline.to_json()
-        self.data = data
-        self.now = data["now"]
+        with self.hold_sync():
+            self.data = data
+            self._set_now(data["now"])
 
     def _apply(self, events: list[HistoryEvent], attempts: list[dict[str, Any]] | None) -> bool:
         with self._lock:
@@ -91,29 +121,63 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
             if changed:
                 self._redraw()
             elif not self._model.closed:  # only the "now" line moves
-                self.now = max(0.0, self._source.now() - self._model.t0)
+                with self.hold_sync():
+                    self._set_now(max(0.0, self._source.now() - self._model.t0))
             if self._model.closed:
                 self.live = False
                 return False
             return True
 
+    def _catch_up(self) -> None:
+        """Read what the run recorded since the last refresh (a refresh runs every
+        ``refresh_interval``, may pause while no view is open, or may be stopped)."""
+        if self._source.handle is None:
+            return
+        source, model = self._source, self._model
+        try:
+            events, attempts = _live.call(source.poll(model.last_event_id, attempts=True))
+        except Exception as err:  # the drawing still shows what was read before
+            log.warning("the timeline of %s could not read the run: %s", source.workflow_id, err)
+            return
+        with self._lock:
+            model.extend(events)
+            if attempts is not None:
+                self._attempts = attempts
+            with self.hold_sync():
+                self._redraw()
+                if model.closed:
+                    self.live = False
+        subscription = self._subscription
+        if model.closed and subscription is not None and subscription.active:
+            subscription.cancel()  # the run has closed: nothing is left to follow
+            self._publish_snapshot()
+
     def figure(self, *, width: float = 10.0) -> Any:
-        """The timeline as a matplotlib Figure (for static output)."""
+        """The timeline as a matplotlib Figure (for static output), drawn from the run as
+        it is now: a handle's run is read again first. No pyplot state is touched."""
+        self._catch_up()
+        return self._figure(width=width)
+
+    def _figure(self, *, width: float = 10.0, inline: bool = True) -> Any:
         from matplotlib.figure import Figure
 
-        data = self.timeline
+        with self._lock:
+            data = self.timeline
+            title = self.title
         lanes = list(reversed(data.lanes))
         fig = Figure(figsize=(width, 0.45 * max(len(lanes), 1) + 1.2), layout="constrained")
         ax = fig.add_subplot()
         end = max(data.end, data.now or 0.0, 1e-3)
+        # The plot takes about three quarters of the figure's width (labels on the left).
+        shortest = min_bar_seconds(end, 0.75 * width * fig.dpi)
         for y, lane in enumerate(lanes):
             for bar in lane.bars:
                 stop = bar.end if bar.end is not None else (data.now if data.now else end)
                 colour = STATUS_COLOURS.get(bar.status, STATUS_COLOURS["waiting"])
-                width_s = max(stop - bar.start, end / 400)
                 if bar.kind == "backoff":
                     ax.hlines(y, bar.start, stop, colors=colour, linestyles="dashed", lw=1.5)
                     continue
+                width_s = max(stop - bar.start, shortest)
                 ax.broken_barh([(bar.start, width_s)], (y - 0.3, 0.6), facecolors=colour)
             for tick in lane.ticks:
                 marker = "|" if tick.kind == "due" else "v"
@@ -121,12 +185,42 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
         if data.now is not None:
             ax.axvline(data.now, color="#e03131", linestyle="--", lw=1)
         ax.set_yticks(range(len(lanes)), [lane.label for lane in lanes])
+        ticks = axis_ticks(end)
+        ax.set_xticks([at for at, _ in ticks], [label for _, label in ticks])
         ax.set_xlim(0, end * 1.02)
-        ax.set_xlabel("seconds since the run started")
-        ax.set_title(self.title, loc="left", fontsize=10)
+        ax.set_xlabel("time since the run started")
+        ax.set_title(title, loc="left", fontsize=10)
         ax.grid(axis="x", alpha=0.3)
-        _show_figures_inline()
+        if inline:
+            _show_figures_inline()
         return fig
+
+    # -- static fallbacks ---------------------------------------------------------------
+
+    def _static_png(self) -> str:
+        fig = self._figure(inline=False)
+        out = io.BytesIO()
+        fig.savefig(out, format="png", dpi=90)
+        return base64.b64encode(out.getvalue()).decode("ascii")
+
+    def _static_text(self) -> str:
+        with self._lock:
+            data = self.timeline
+        lines = [repr(self)]
+        for lane in data.lanes[:30]:
+            bars = [b for b in lane.bars if b.kind != "backoff"]
+            statuses = ", ".join(b.status.replace("_", " ") for b in bars[-5:])
+            ticks = f" · {len(lane.ticks)} ticks" if lane.ticks else ""
+            span = ""
+            if bars:
+                last = bars[-1].end
+                until = offset_text(last) if last is not None else "now"
+                span = f" · {offset_text(bars[0].start)} to {until}"
+            lines.append(f"  {lane.label}: {statuses or '-'}{ticks}{span}")
+        more = max(0, len(data.lanes) - 30) + data.hidden_lanes
+        if more:
+            lines.append(f"  … {more} more lanes")
+        return "\n".join(lines)
 
 
 def _show_figures_inline() -> None:

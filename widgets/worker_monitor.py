@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import timedelta
+from html import escape
 from typing import Any
 
 import anywidget
@@ -16,6 +17,7 @@ import traitlets
 from engine import Worker
 
 from . import _live
+from ._snapshot import StaticDisplay, html_table
 from ._source import seconds
 from ._static import CSS, esm
 
@@ -184,7 +186,7 @@ def monitor_rows(
 # -- the widget -------------------------------------------------------------------------
 
 
-class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
+class WorkerMonitor(StaticDisplay, anywidget.AnyWidget):  # type: ignore[misc]
     """A worker's health, live: task slots in use and available, polls per second, the
     sticky cache (size, hits, misses, forced evictions), workflow task failures by
     reason and activity schedule-to-start latency.
@@ -192,7 +194,11 @@ class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
     Reads ``worker.metrics`` every ``refresh_interval`` on the widgets' background
     thread (no database access), and not at all while no view of it is shown. A failed
     read shows in :attr:`error` and is retried after a growing pause; after five in a
-    row the refresh stops and says so. :meth:`close` stops it.
+    row the refresh stops and says so. :meth:`stop` ends the refresh and leaves the
+    figures on screen as they are; :meth:`close` also removes the widget.
+
+    Its display data holds, besides the widget view, the figures as an HTML table, so a
+    saved notebook shows them without a kernel.
     """
 
     _esm = esm("worker_monitor.js")
@@ -228,6 +234,14 @@ class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
         self.on_msg(self._on_message)
         self._subscription = _live.subscribe(self._refresh, f"worker {worker.task_queue}")
         self.live = True
+
+    def __repr__(self) -> str:
+        if not hasattr(self, "_worker"):  # the constructor failed
+            return "<WorkerMonitor (not built)>"
+        state = "polling" if self.running else "stopped"
+        return f"<WorkerMonitor task queue {self._worker.task_queue} · {state}" + (
+            " · live>" if self.live else ">"
+        )
 
     @property
     def refreshing(self) -> bool:
@@ -285,6 +299,7 @@ class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
             name=f"worker metrics of {self._worker.task_queue}",
             what="could not read the worker's metrics: ",
         )
+        self._publish_snapshot()  # the refresh gave up: the outputs get the last figures
 
     def _refresh_failed(self, message: str, stopped: bool) -> None:
         with self.hold_sync():
@@ -292,10 +307,65 @@ class WorkerMonitor(anywidget.AnyWidget):  # type: ignore[misc]
             if stopped:
                 self.live = False
 
-    def close(self) -> None:
-        """Stop the refresh and close the widget."""
+    def _end_refresh(self) -> None:
         subscription = getattr(self, "_subscription", None)  # None: construction failed
         if subscription is not None:
             subscription.cancel()
             self.live = False
+
+    def stop(self) -> None:
+        """Stop the refresh and keep the widget on screen with the figures it shows now
+        (no background thread is left once no widget is live; the saved output gets a
+        static snapshot of them). :meth:`close` removes the widget as well."""
+        self._end_refresh()
+        self._publish_snapshot()
+
+    def close(self) -> None:
+        """Stop the refresh and close the widget (ipywidgets' close: every view of it
+        is removed, its output goes blank; see :meth:`stop` to keep it)."""
+        self._end_refresh()
         super().close()
+
+    # -- static fallbacks ---------------------------------------------------------------
+
+    def _types(self) -> str:
+        return " · ".join(
+            f"{what}: {', '.join(names)}"
+            for what, names in (
+                ("workflows", self.workflow_types),
+                ("activities", self.activity_types),
+            )
+            if names
+        )
+
+    def _static_html(self) -> str:
+        groups = dict(self.groups)
+        rows = list(self.rows)
+        table = html_table(
+            ["group", "figure", "value", "detail"],
+            [
+                (groups.get(r["group"], r["group"]), r["label"], r["text"], r["detail"])
+                for r in rows
+            ],
+            failed=[r.get("level") == "bad" for r in rows],
+        )
+        state = "polling" if self.running else "stopped"
+        types = self._types()
+        note = f"<p>{escape(types)}</p>" if types else ""
+        return (
+            f'<div class="dn-static dn-wm"><p><strong>{escape(self.title)}</strong> · '
+            f"{state}</p>{note}{table}</div>"
+        )
+
+    def _static_text(self) -> str:
+        lines = [repr(self)]
+        types = self._types()
+        if types:
+            lines.append(types)
+        groups = dict(self.groups)
+        for r in self.rows:
+            detail = f" ({r['detail']})" if r["detail"] else ""
+            lines.append(
+                f"  {groups.get(r['group'], r['group'])} · {r['label']}: {r['text']}{detail}"
+            )
+        return "\n".join(lines)

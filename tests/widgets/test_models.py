@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from engine import HistoryEvent, WorkflowHistory
+from engine import HistoryEvent, WorkflowExecution, WorkflowExecutionStatus, WorkflowHistory
+from widgets.execution_list import execution_row
 from widgets.models import (
     CATEGORY_COLOURS,
     STATUS_COLOURS,
     HistoryModel,
+    axis_ticks,
     event_detail,
     event_row,
     is_failure,
+    min_bar_seconds,
+    offset_text,
+    short_id,
+    tick_label,
     timeline,
 )
 
@@ -227,3 +234,99 @@ def test_open_activities_and_failures_are_counted_as_events_arrive() -> None:
         _load(TEMPORAL_DATA / "temporal_history_activity_failed_workflow_failed.json").events
     )
     assert failed.failures == sum(is_failure(e.event_type) for e in failed.events) >= 2
+
+
+# -- polish: ticks, run ids, stack traces ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("end", "labels"),
+    [
+        (0.9, ["0", "200 ms", "400 ms", "600 ms", "800 ms"]),
+        (4.2, ["0", "1 s", "2 s", "3 s", "4 s"]),
+        (17.0, ["0", "5 s", "10 s", "15 s"]),
+        (45.0, ["0", "10 s", "20 s", "30 s", "40 s"]),
+        (130.0, ["0", "20 s", "40 s", "1 min", "1 min 20 s", "1 min 40 s", "2 min"]),
+        (1000.0, ["0", "5 min", "10 min", "15 min"]),
+        (3700.0, ["0", "10 min", "20 min", "30 min", "40 min", "50 min", "1 h"]),
+        (90_000.0, ["0", "6 h", "12 h", "18 h", "1 d"]),
+        (3_000_000.0, ["0", "5 d", "10 d", "15 d", "20 d", "25 d", "30 d"]),
+    ],
+)
+def test_axis_ticks_are_round_values(end: float, labels: list[str]) -> None:
+    ticks = axis_ticks(end)
+    assert [label for _, label in ticks] == labels
+    steps = {round(b - a, 6) for (a, _), (b, _) in itertools.pairwise(ticks)}
+    assert len(steps) == 1  # evenly spaced
+    (step,) = steps
+    # A round step: 1, 2 or 5 times a power of ten (in ms or s), or a round number of
+    # seconds, minutes, hours or days.
+    assert step in {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5} or step in {
+        m * u for u in (1, 60, 3600, 86400) for m in (1, 2, 3, 5, 6, 10, 12, 15, 20, 30)
+    }
+    assert ticks[0] == (0.0, "0") and ticks[-1][0] <= end < ticks[-1][0] + step
+    assert len(ticks) <= 9
+
+
+def test_axis_ticks_for_tiny_and_odd_spans() -> None:
+    assert axis_ticks(0.0) == [(0.0, "0"), (0.001, "1 ms")]  # never a zero step
+    assert [label for _, label in axis_ticks(1.3)][-2:] == ["1 s", "1.2 s"]
+    assert len(axis_ticks(7.3, max_ticks=4)) <= 5
+    assert tick_label(5400, 1800) == "1 h 30 min" and tick_label(0.25, 0.05) == "250 ms"
+
+
+def test_a_bar_is_never_narrower_than_a_few_pixels() -> None:
+    # A 1 ms activity on a 60 s axis drawn 900 px wide: 4 px, not 0.015 px.
+    assert min_bar_seconds(60.0, 900) == pytest.approx(60.0 * 4 / 900)
+    assert min_bar_seconds(60.0, 900, min_pixels=2) == pytest.approx(60.0 * 2 / 900)
+    assert min_bar_seconds(0.0, 0) > 0
+
+
+def test_run_ids_are_shortened_to_their_end() -> None:
+    # Two UUIDv7 run ids started in the same millisecond: the same first 13 characters.
+    first = "01a22bc8-901e-77f5-acf7-ef8b0afabe1d"
+    second = "01a22bc8-901e-7a31-b2c0-55e3f9a1c2d0"
+    assert short_id(first) == "…0afabe1d" and short_id(second) == "…f9a1c2d0"
+    assert short_id(first) != short_id(second)
+    assert short_id("run-7") == "run-7"  # short ids whole
+    row = execution_row(
+        WorkflowExecution(
+            id="o-1",
+            run_id=second,
+            workflow_type="Order",
+            task_queue="q",
+            status=WorkflowExecutionStatus.RUNNING,
+            start_time=datetime(2026, 1, 1, tzinfo=UTC),
+            close_time=None,
+            history_length=3,
+            namespace="default",
+        )
+    )
+    assert row["run_id"] == second and row["run_id_short"] == "…f9a1c2d0"
+
+
+def test_a_failure_stack_trace_is_shown_as_lines() -> None:
+    history = _load(TEMPORAL_DATA / "temporal_history_activity_failed_workflow_failed.json")
+    failed = next(e for e in history.events if e.event_type == "ActivityTaskFailed")
+    detail = event_detail(failed)
+    body, _, trace = detail.partition("\n\nfailure.stackTrace:\n")
+    assert trace, detail
+    assert '"stackTrace": "(' in body and "lines, below)" in body
+    assert "\\n" not in trace  # real newlines, not JSON's escapes
+    lines = trace.splitlines()
+    assert lines[0].startswith('  File "') and "in always_fails" in trace
+    assert any(line.strip().startswith("raise ApplicationError(") for line in lines)
+    json.loads(body)  # the rest is still JSON
+    # A cause's trace is named by where it is.
+    closed = next(e for e in history.events if e.event_type == "WorkflowExecutionFailed")
+    assert "\n\nfailure.cause.stackTrace:\n  File " in event_detail(closed)
+    # The compact row's detail (what a click in the HistoryView shows) has it too.
+    model = HistoryModel(history.events)
+    index = next(i for i, r in enumerate(model.compact()) if r.kind == "activity")
+    assert "failure.stackTrace:\n  File " in model.detail("compact", index)
+
+
+def test_offsets_as_the_tables_write_them() -> None:
+    assert offset_text(0.012) == "+12 ms" and offset_text(2.5) == "+2.50 s"
+    assert offset_text(75) == "+75.0 s" and offset_text(600, sign="") == "10.0 min"
+    assert offset_text(None) == ""

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import re
+import sys
+import types
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -15,6 +18,7 @@ import pytest
 from engine import HistoryEvent, NondeterminismError, Worker, WorkflowHistory, activity, workflow
 from engine.testing import WorkflowEnvironment
 from engine.worker import Replayer
+from widgets._static import CSS
 from widgets.stepper import ReplayStepper
 from widgets.stepper_model import (
     banner_text,
@@ -23,6 +27,7 @@ from widgets.stepper_model import (
     parse_breakpoints,
     source_html,
     source_listing,
+    source_name,
 )
 
 TIMEOUT = timedelta(seconds=10)
@@ -399,3 +404,64 @@ async def test_a_workflow_handle_is_fetched_once(tmp_path: Path) -> None:
         stepper.close()
     finally:
         await env.shutdown()
+
+
+# -- polish: cell names, locals, the source panel ------------------------------------------
+
+
+class _Shell:
+    """Enough of an IPython shell: its compiler's map of cell file names to counts."""
+
+    def __init__(self, mapping: dict[str, int]) -> None:
+        self.compile = type("Compiler", (), {"_filename_map": mapping})()
+
+
+def test_code_from_a_cell_is_named_by_the_cell(histories, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    cell = "/tmp/ipykernel_123/3717557294.py"
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: _Shell({cell: 12})  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    assert source_name(cell) == "In [12]"
+    assert source_name("/srv/app/orders.py") == "orders.py"
+    assert source_name("<ipython-input-7-0123456789ab>") == "In [7]"  # a terminal's cells
+    snap = Replayer(workflows=[Order]).debug(histories["order"]).step_task()
+    in_cell = dataclasses.replace(snap, source=dataclasses.replace(snap.source, filename=cell))
+    html = source_html(in_cell, listing=source_listing(snap))
+    assert '<div class="dn-st-h">In [12]:' in html and "3717557294.py:" not in html
+    assert f'title="{cell}"' in html  # the real file stays in the tooltip
+    # Not in IPython (or IPython not loaded): the file's name.
+    monkeypatch.delitem(sys.modules, "IPython")
+    assert source_name(cell) == "3717557294.py"
+    fake.get_ipython = lambda: None  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    assert source_name(cell) == "3717557294.py"
+
+
+def test_string_locals_are_quoted_once(histories) -> None:  # type: ignore[no-untyped-def]
+    stepper = ReplayStepper(histories["order"], [Order])
+    stepper.step_task()
+    assert stepper.snapshot.locals["order_id"] == "'o-1'"
+    state = stepper.state_view.value
+    assert "<th>order_id</th><td><code>&#x27;o-1&#x27;</code>" in state
+    assert "&quot;&#x27;o-1" not in state and "&#x27;&#x27;" not in state
+    assert "order_id='o-1'" in stepper._static_text()
+    stepper.close()
+
+
+def test_the_source_panel_shows_the_whole_function_and_wraps_long_lines(histories) -> None:  # type: ignore[no-untyped-def]
+    snap = Replayer(workflows=[Order]).debug(histories["order"]).step_task()
+    lines, first = inspect.getsourcelines(Order.run)
+    listing = source_listing(snap)
+    numbers = [n for n, _ in listing]
+    assert numbers[0] == first and listing[0][1].strip() == "@workflow.run"
+    assert numbers[-1] == first + len(lines) - 1  # the function's last line
+    # A function of 120 lines is shown whole too.
+    long = ["@workflow.run\n", "async def run(self):\n"] + [f"    x{i} = {i}\n" for i in range(120)]
+    where = dataclasses.replace(snap.source, line=60, function="run")
+    assert len(source_listing(dataclasses.replace(snap, source=where), lines=long)) == 122
+    css = CSS.read_text()
+    rule = css[css.index(".dn-stepper .dn-src-line {") :].split("}")[0]
+    assert "white-space: pre-wrap" in rule and "overflow-wrap: anywhere" in rule
+    stepper = ReplayStepper(histories["order"], [Order])
+    assert "dn-st-panel" in stepper.source_view._dom_classes
+    stepper.close()

@@ -113,7 +113,8 @@ function render({ model, el }) {
       h("span", { class: "dn-c", role: "cell" }, h("span", { class: "dn-chip", style: `background:${row.status_colour}`, text: label(row.status) })),
       h("span", { class: "dn-c dn-xl-id", role: "cell", text: row.id, title: row.id }),
       h("span", { class: "dn-c", role: "cell", text: row.workflow_type }),
-      h("span", { class: "dn-c dn-id", role: "cell", text: row.run_id, title: row.run_id }),
+      // A run id by its end: UUIDv7 run ids started together share their first characters.
+      h("span", { class: "dn-c dn-id", role: "cell", text: row.run_id_short || row.run_id, title: row.run_id }),
       h("span", { class: "dn-c", role: "cell", text: row.task_queue }),
       h("span", { class: "dn-c dn-off", role: "cell", text: row.started, title: row.closed ? `closed ${row.closed}` : "open" }),
       h("span", { class: "dn-c dn-dur", role: "cell", text: row.took }),

@@ -3,19 +3,13 @@ const SVG = "http://www.w3.org/2000/svg";
 const LANE_H = 24;
 const LABEL_W = 200;
 const AXIS_H = 22;
+const MIN_BAR = 4; // px: a millisecond activity is still a visible bar
 
 function s(tag, attrs = {}, text) {
   const node = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
   if (text !== undefined) node.textContent = text;
   return node;
-}
-
-function niceStep(span) {
-  const raw = span / 8;
-  const pow = 10 ** Math.floor(Math.log10(raw || 1));
-  for (const m of [1, 2, 5, 10]) if (m * pow >= raw) return m * pow;
-  return 10 * pow;
 }
 
 function label(sec) {
@@ -61,10 +55,13 @@ function render({ model, el }) {
       "aria-label": `Timeline of ${model.get("title")}: ${lanes.length} lanes over ${label(end)}` });
     svg.style.height = `${height}px`;
     const axis = s("g", { class: "dn-axis" });
-    const step = niceStep(end);
-    for (let t = 0; t <= end + 1e-9; t += step) {
+    // The kernel picks the ticks (round values: 0, 1 s, 2 s, 5 s ... min, h; see
+    // widgets/models.py axis_ticks), up to the end of the axis.
+    const ticks = model.get("ticks") || [];
+    for (const [t, text] of ticks.length ? ticks : [[0, "0"]]) {
+      if (t > end + 1e-9) continue;
       axis.append(s("line", { x1: x(t), x2: x(t), y1: AXIS_H - 4, y2: height }));
-      axis.append(s("text", { x: x(t) + 2, y: AXIS_H - 8 }, label(t)));
+      axis.append(s("text", { x: x(t) + 2, y: AXIS_H - 8 }, text));
     }
     svg.append(axis);
     lanes.forEach((lane, i) => {
@@ -78,7 +75,7 @@ function render({ model, el }) {
       for (const bar of lane.bars) {
         const stop = bar.end === null ? (data.now ?? end) : bar.end;
         const x0 = x(bar.start);
-        const w = Math.max(2, x(stop) - x0);
+        const w = Math.max(MIN_BAR, x(stop) - x0);
         let shape;
         if (bar.kind === "backoff") {
           shape = s("line", { x1: x0, x2: x0 + w, y1: y + LANE_H / 2, y2: y + LANE_H / 2,
@@ -119,6 +116,7 @@ function render({ model, el }) {
   model.on("change:data", onChange);
   model.on("change:live", onChange);
   model.on("change:now", onChange);
+  model.on("change:ticks", onChange);
   model.on("change:error", onChange);
   let lastWidth = el.clientWidth;
   const observer = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => {
@@ -134,6 +132,7 @@ function render({ model, el }) {
     model.off("change:data", onChange);
     model.off("change:live", onChange);
     model.off("change:now", onChange);
+    model.off("change:ticks", onChange);
     model.off("change:error", onChange);
     tell(model, false);
     if (observer) observer.disconnect();
