@@ -1,7 +1,14 @@
-"""IPython glue: loading the extension, picking up cell definitions, displaying handles."""
+"""IPython glue: loading the extension, picking up cell definitions, displaying handles.
+
+Definitions take effect as their statement runs (an AST transformer adds a call after each
+top-level ``class``/``def`` of a cell; a post_run_cell hook picks up the rest). The session
+follows ``DURABLE_DATABASE_URL``: after each cell, in ``%durable``, in ``session()`` and in
+``%load_ext kernel_ext`` run again, it moves to the database ``Client.connect()`` opens now.
+"""
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from collections.abc import Callable
@@ -11,7 +18,7 @@ from typing import Any, TypeVar, overload
 from engine import WorkflowHandle
 
 from . import display
-from .kernel_session import Session
+from .kernel_session import Session, SessionMoveError, definition_kind
 
 __all__ = [
     "load_ipython_extension",
@@ -32,10 +39,24 @@ _shown: dict[tuple[str, str | None], Any] = {}
 
 
 def session() -> Session:
-    """The kernel's durable session (after ``%load_ext kernel_ext``)."""
+    """The kernel's durable session (after ``%load_ext kernel_ext``), on the database
+    ``Client.connect()`` opens now: when ``DURABLE_DATABASE_URL`` changed, the session
+    moves there first (raises :class:`SessionMoveError` if it cannot)."""
     if _session is None or _session.closed:
         raise RuntimeError("no durable session in this kernel: run %load_ext kernel_ext first")
+    _follow_database(_session)
     return _session
+
+
+def _follow_database(sess: Session, *, retry: bool = True) -> None:
+    """Move ``sess`` to the database ``DURABLE_DATABASE_URL`` names now, saying so."""
+    try:
+        line = sess.follow_env(retry=retry)
+    except SessionMoveError as err:
+        err.reported = True  # raised to the caller, who shows it
+        raise
+    if line:
+        print(line)
 
 
 @overload
@@ -57,8 +78,9 @@ def register(*objs: Any, task_queue: str | None = None) -> Any:
 
     ``kernel_ext.register(Order, charge, task_queue="orders")``, or as a decorator above
     ``@workflow.defn`` / ``@activity.defn``: ``@kernel_ext.register(task_queue="orders")``.
-    Re-registering a type name replaces its definition and prints which open runs will
-    replay against the new code. Without ``task_queue``, the default queue ("notebook").
+    Re-registering a workflow type replaces its definition; its open runs are replayed
+    against the new code first, and a note says which ones it breaks (and where) and which
+    are safe. Without ``task_queue``, the default queue ("notebook").
     """
     if not objs:
 
@@ -140,8 +162,8 @@ def _rich(handle: WorkflowHandle) -> None:
         return
     key = (handle.id, handle.run_id or handle.result_run_id)
     previous = _shown.pop(key, None)
-    if previous is not None and previous is not view and hasattr(previous, "close"):
-        previous.close()
+    if previous is not None and previous is not view:
+        _retire(previous)
     _shown[key] = view
     ipy_display(view)  # type: ignore[no-untyped-call]
 
@@ -173,9 +195,168 @@ def _publish_summary(handle: WorkflowHandle, note: str = "") -> None:
     ipy_display({"text/plain": text, "text/html": html}, raw=True)  # type: ignore[no-untyped-call]
 
 
+def _retire(view: Any) -> None:
+    """A view the extension displayed is no longer wanted: stop its live refresh but keep
+    its model, so the output stays visible (in a saved notebook too); ``close()`` only for
+    objects that have no ``stop()``."""
+    try:
+        if callable(getattr(view, "stop", None)):
+            view.stop()
+        elif callable(getattr(view, "close", None)):
+            view.close()
+    except Exception as err:  # one view's trouble must not stop the others
+        print(f"kernel_ext: could not stop a view: {err}", file=sys.stderr)
+
+
+# -- definitions take effect as their statement runs ------------------------------------
+
+_HOOK_MODULE = __name__
+_DEFINED = "_cell_defined"
+_LOAD_AGAIN = "_load_ext_again"
+
+
+def _hook_call(function: str, *args: ast.expr) -> ast.Expr:
+    """``__import__("kernel_ext.kernel", fromlist=[function]).function(*args)``: reachable
+    from any cell without a name in the user's namespace."""
+    module = ast.Call(
+        func=ast.Name(id="__import__", ctx=ast.Load()),
+        args=[ast.Constant(_HOOK_MODULE)],
+        keywords=[
+            ast.keyword(arg="fromlist", value=ast.List([ast.Constant(function)], ast.Load()))
+        ],
+    )
+    call = ast.Call(
+        func=ast.Attribute(value=module, attr=function, ctx=ast.Load()),
+        args=list(args),
+        keywords=[],
+    )
+    return ast.Expr(value=call)
+
+
+def _is_load_ext_of_us(stmt: ast.stmt) -> bool:
+    """``%load_ext kernel_ext``, as IPython turns it into Python."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    call = stmt.value
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "run_line_magic"):
+        return False
+    if not (isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Name)):
+        return False
+    if func.value.func.id != "get_ipython" or len(call.args) != 2 or call.keywords:
+        return False
+    magic, line = call.args
+    return (
+        isinstance(magic, ast.Constant)
+        and magic.value == "load_ext"
+        and isinstance(line, ast.Constant)
+        and isinstance(line.value, str)
+        and line.value.strip() == "kernel_ext"
+    )
+
+
+def _callee_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+class DefinitionHook(ast.NodeTransformer):
+    """An IPython AST transformer: after each top-level ``class`` or ``def`` of a cell,
+    a call registers what it defined, so a workflow or activity takes effect as its
+    statement runs (the rest of the cell may await runs that need it). ``%load_ext
+    kernel_ext`` run again (a notebook re-run from the top) is handed to the extension,
+    which moves its session when ``DURABLE_DATABASE_URL`` changed."""
+
+    def visit_Module(self, node: ast.Module) -> ast.Module:
+        # A definition the cell passes to kernel_ext.register(...) itself is left to that
+        # call (it names the task queue); without one, it goes where pick-up would put it.
+        explicit = {
+            arg.id
+            for call in ast.walk(node)
+            if isinstance(call, ast.Call) and _callee_name(call) == "register"
+            for arg in call.args
+            if isinstance(arg, ast.Name)
+        }
+        body: list[ast.stmt] = []
+        for stmt in node.body:
+            if _is_load_ext_of_us(stmt):
+                body.append(ast.copy_location(_hook_call(_LOAD_AGAIN), stmt))
+                continue
+            body.append(stmt)
+            if (
+                isinstance(stmt, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                and stmt.name not in explicit
+            ):
+                name = ast.Name(id=stmt.name, ctx=ast.Load())
+                body.append(ast.copy_location(_hook_call(_DEFINED, name), stmt))
+        node.body = body
+        return node
+
+
+_hook = DefinitionHook()
+
+
+def _cell_defined(obj: object) -> None:
+    """Called right after a cell's top-level definition: register it if it is a workflow
+    or an activity (the post_run_cell pick-up then finds it seen, and stays quiet)."""
+    sess = _session
+    if sess is None or sess.closed or definition_kind(obj) is None:
+        return
+    try:
+        line = sess.follow_env(retry=False)
+    except SessionMoveError:  # the post_run_cell hook reports it; registering goes on
+        line = None
+    if line:
+        print(line)
+    try:
+        notes = sess.pick_up({"": obj})
+    except Exception as err:  # never break the cell over a registration problem
+        print(
+            f"kernel_ext: could not register {getattr(obj, '__qualname__', obj)!r}: {err}",
+            file=sys.stderr,
+        )
+        return
+    for note in notes:
+        print(note)
+
+
+def _load_ext_again(shell: Any = None) -> None:
+    """``%load_ext kernel_ext`` in a cell run while the extension is loaded: instead of
+    IPython's "already loaded", follow ``DURABLE_DATABASE_URL`` (the setup cell of a
+    notebook run again may point it at a new database) and say where the session is."""
+    shell = shell if shell is not None else _shell
+    sess = _session
+    loaded = shell is not None and "kernel_ext" in shell.extension_manager.loaded
+    if not loaded or sess is None or sess.closed:
+        if shell is not None:
+            shell.run_line_magic("load_ext", "kernel_ext")
+        return
+    from IPython.core.error import UsageError
+
+    try:
+        line = sess.follow_env()
+    except SessionMoveError as err:  # impossible: the cell fails here, saying what to do
+        err.reported = True
+        raise UsageError(f"%load_ext kernel_ext: {err}") from err
+    print(line or f"kernel_ext is already loaded; its durable session uses {sess.database_url}")
+
+
 def _post_run_cell(result: Any) -> None:
     if _session is None or _session.closed or _shell is None:
         return
+    line = None
+    try:
+        line = _session.follow_env(retry=False)
+    except SessionMoveError as err:  # once per failed move, not after every cell
+        if not err.reported:
+            err.reported = True
+            print(f"kernel_ext: {err}", file=sys.stderr)
+    if line:
+        print(line)
     try:
         notes = _session.pick_up(_shell.user_ns)
     except Exception as err:  # never break the cell over a registration problem
@@ -199,6 +380,8 @@ def load_ipython_extension(ipython: Any) -> None:
     _shell = ipython
     ipython.register_magics(DurableMagics(ipython, _session))
     ipython.events.register("post_run_cell", _post_run_cell)
+    if _hook not in ipython.ast_transformers:
+        ipython.ast_transformers.append(_hook)
     formatters = ipython.display_formatter.formatters
     formatters["text/plain"].for_type(WorkflowHandle, _plain)
     formatters["text/html"].for_type(WorkflowHandle, _html)
@@ -213,6 +396,8 @@ def unload_ipython_extension(ipython: Any) -> None:
         ipython.events.unregister("post_run_cell", _post_run_cell)
     except ValueError:
         pass
+    while _hook in ipython.ast_transformers:
+        ipython.ast_transformers.remove(_hook)
     ipython.magics_manager.magics["line"].pop("durable", None)
     fmt = ipython.display_formatter
     for formatter in (
@@ -224,8 +409,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     sess, _session, _shell = _session, None, None
     _handle_view, _view_chosen = None, False
     for view in list(_shown.values()):
-        if hasattr(view, "close"):
-            view.close()
+        _retire(view)  # the outputs stay visible: the views stop, their models stay
     _shown.clear()
     if sess is not None:
         sess.close()

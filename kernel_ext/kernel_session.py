@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
+import os
 import threading
 import weakref
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from engine import Client, Worker, WorkflowExecution, WorkflowExecutionDescription
-from engine.exceptions import InvalidArgumentError
+from engine.exceptions import DurableError, InvalidArgumentError, NondeterminismError
 from engine.history import WorkflowHistory
 from engine.worker import Replayer
 from engine.workflow import activity_name, definition_name
@@ -19,9 +22,13 @@ __all__ = [
     "DEFAULT_TASK_QUEUE",
     "LOOP_THREAD_NAME",
     "DefinitionKind",
+    "RedefinitionCheck",
     "ReplayReport",
+    "RunCheck",
     "Session",
+    "SessionMoveError",
     "WorkerStatus",
+    "database_key",
     "definition_kind",
 ]
 
@@ -31,6 +38,14 @@ DEFAULT_TASK_QUEUE = "notebook"
 LOOP_THREAD_NAME = "durable-kernel-loop"
 #: How many open run ids a redefinition note names before it shortens the list.
 NOTE_MAX_IDS = 10
+#: How many breaking runs a redefinition note gives a line of its own.
+NOTE_MAX_BREAKING = 5
+#: A redefined workflow is replayed against at most this many open runs (newest first)...
+REDEFINITION_CHECK_LIMIT = 20
+#: ... within this many seconds overall (listing, reading histories and replaying).
+REDEFINITION_CHECK_TIMEOUT = 10.0
+#: The name of the threads that replay open runs against a new definition.
+CHECK_THREAD_NAME = "durable-redefinition-check"
 
 T = TypeVar("T")
 DefinitionKind = Literal["workflow", "activity"]
@@ -50,6 +65,34 @@ def definition_kind(obj: object) -> tuple[DefinitionKind, str] | None:
         except InvalidArgumentError:
             return None
     return None
+
+
+def database_key(url: str | None) -> str:
+    """The database ``Client.connect(url)`` opens, as a string to compare (password
+    included: never show it). ``url=None``: the one it opens now (``DURABLE_DATABASE_URL``,
+    else the embedded default)."""
+    return Client.resolve_database_url(url, hide_password=False)
+
+
+def _shown_url(url: str | None) -> str:
+    """``url`` (or the default) as it may be shown: password hidden."""
+    try:
+        return Client.resolve_database_url(url)
+    except DurableError:
+        return "an unparseable URL"
+
+
+def _sentence(err: BaseException) -> str:
+    """An error's text ending in one full stop, to go on with another sentence."""
+    return str(err).rstrip().rstrip(".") + "."
+
+
+class SessionMoveError(RuntimeError):
+    """The kernel's session could not move to the database ``DURABLE_DATABASE_URL`` now
+    names; the message says what to do. The session stays on its database."""
+
+    #: Set once the error was shown to the user (so a hook does not show it again).
+    reported: bool = False
 
 
 @dataclass
@@ -92,6 +135,150 @@ class ReplayReport:
         return self.failure is None and self.problem is None
 
 
+@dataclass
+class RunCheck:
+    """One open run replayed against a new definition of its workflow type."""
+
+    workflow_id: str
+    run_id: str
+    #: What replaying raised (a NondeterminismError, or the workflow code's exception);
+    #: None when the run replays cleanly on the new code.
+    failure: Exception | None = None
+    #: The type of the event replay diverged at, when the failure names an event.
+    event_type: str | None = None
+    #: Set when the run could not be checked (e.g. its history could not be read).
+    problem: str | None = None
+
+    @property
+    def breaks(self) -> bool:
+        """Whether the new definition fails this run's next workflow task."""
+        return self.failure is not None
+
+
+@dataclass
+class RedefinitionCheck:
+    """What replaying the open runs of a redefined workflow type found."""
+
+    workflow_type: str
+    task_queues: list[str]
+    limit: int = REDEFINITION_CHECK_LIMIT
+    timeout: float = REDEFINITION_CHECK_TIMEOUT
+    #: Open runs of the type on those task queues (None until listed).
+    open_runs: int | None = None
+    checked: list[RunCheck] = field(default_factory=list)
+    #: Workflow ids of open runs that were not replayed (over the limit, or out of time).
+    unchecked: list[str] = field(default_factory=list)
+    timed_out: bool = False
+    #: Set when the check could not run at all.
+    problem: str | None = None
+
+    @property
+    def breaking(self) -> list[RunCheck]:
+        """The runs the new definition breaks."""
+        return [c for c in self.checked if c.breaks]
+
+    @property
+    def safe(self) -> list[RunCheck]:
+        """The runs that replay cleanly on the new definition."""
+        return [c for c in self.checked if not c.breaks and c.problem is None]
+
+    def note(self) -> str:
+        """The few lines a notebook shows when the definition is registered."""
+        name = self.workflow_type
+        head = f"{name}: new definition registered"
+        if self.problem is not None and self.open_runs is None:
+            return f"{head}; its open runs could not be checked: {self.problem}"
+        if not self.open_runs:
+            return f"{head}; no open runs of {name}"
+        n = len(self.checked)
+        which = f"its {_runs(n)}" if n == self.open_runs else f"{n} of its {_runs(self.open_runs)}"
+        lines = [f"{head}; replayed {which} against it before the worker uses it:"]
+        breaking = self.breaking
+        for check in breaking[:NOTE_MAX_BREAKING]:
+            lines.append("  " + _breaking_line(check))
+        if len(breaking) > NOTE_MAX_BREAKING:
+            more = breaking[NOTE_MAX_BREAKING:]
+            lines.append(f"  ... {len(more)} more break: {_ids([c.workflow_id for c in more])}")
+        safe = self.safe
+        if safe:
+            lines.append(f"  safe (replays on the new code): {_ids([c.workflow_id for c in safe])}")
+        for check in self.checked:
+            if check.problem is not None:
+                lines.append(f"  not checked: {check.workflow_id}: {check.problem}")
+        if self.unchecked:
+            if self.timed_out:
+                why = f"the check ran out of its {self.timeout:g} s"
+            else:
+                why = f"at most the newest {self.limit} are replayed"
+            lines.append(
+                f"  not checked: {_runs(len(self.unchecked))} ({why}): {_ids(self.unchecked)}"
+                " - check them with %durable replay WORKFLOW_ID"
+            )
+        if breaking:
+            lines.append(
+                "  to keep them going: restore the previous code (run its old cell again), or "
+                'guard the change with `if workflow.patched("some-id"):` (open runs keep the '
+                "old path)"
+            )
+            lines.append(
+                "  or let them fail: their next workflow tasks fail (they stay open), or "
+                f'terminate them: await client.get_workflow_handle("{breaking[0].workflow_id}")'
+                ".terminate()"
+            )
+        return "\n".join(lines)
+
+
+def _runs(n: int) -> str:
+    return "1 open run" if n == 1 else f"{n} open runs"
+
+
+def _ids(ids: list[str]) -> str:
+    shown = ", ".join(ids[:NOTE_MAX_IDS])
+    if len(ids) > NOTE_MAX_IDS:
+        shown += f", ... ({len(ids) - NOTE_MAX_IDS} more)"
+    return shown
+
+
+def _breaking_line(check: RunCheck) -> str:
+    err = check.failure
+    if isinstance(err, NondeterminismError):
+        where = f"event {err.event_id}" if err.event_id is not None else "an event"
+        if check.event_type:
+            where += f" ({check.event_type})"
+        recorded = err.recorded or "?"
+        produced = err.produced or "?"
+        return (
+            f"BREAKS {check.workflow_id} at {where}: history recorded {recorded}, "
+            f"the new code produces {produced}"
+        )
+    return (
+        f"BREAKS {check.workflow_id}: replaying it on the new code raised "
+        f"{type(err).__name__}: {err}"
+    )
+
+
+def _in_thread(fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """Run ``fn`` on a daemon thread of its own (one that hangs is left behind, not joined)."""
+    fut: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def target() -> None:
+        if not fut.set_running_or_notify_cancel():
+            return
+        try:
+            fut.set_result(fn())
+        except BaseException as err:  # handed to the waiting coroutine
+            fut.set_exception(err)
+
+    threading.Thread(target=target, name=CHECK_THREAD_NAME, daemon=True).start()
+    return fut
+
+
+def _replay_failure(replayer: Replayer, history: WorkflowHistory) -> Exception | None:
+    # Replaying is pure CPU work that never awaits: a private loop on this thread.
+    result = asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=False))
+    return result.replay_failure
+
+
 class Session:
     """One per kernel: a Client and the kernel's Workers on a dedicated event loop thread.
 
@@ -99,8 +286,15 @@ class Session:
     engine call goes through :meth:`call`, which runs a coroutine on that loop and waits.
     """
 
+    #: A redefined workflow type is replayed against at most this many open runs...
+    redefinition_check_limit: int = REDEFINITION_CHECK_LIMIT
+    #: ... within this many seconds.
+    redefinition_check_timeout: float = REDEFINITION_CHECK_TIMEOUT
+
     def __init__(self, url: str | None = None, *, default_task_queue: str = DEFAULT_TASK_QUEUE):
         self.default_task_queue = default_task_queue
+        #: The last move that failed: (DURABLE_DATABASE_URL then, the error); see follow_env.
+        self._failed_move: tuple[str, SessionMoveError] | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run_loop, name=LOOP_THREAD_NAME, daemon=True)
         self._thread.start()
@@ -110,6 +304,7 @@ class Session:
         self._lock = threading.RLock()
         self._closed = False
         try:
+            self._key = database_key(url)
             self.client: Client = self.call(Client.connect(url), timeout=60)
         except BaseException:
             self._stop_loop()
@@ -160,6 +355,107 @@ class Session:
     def database_url(self) -> str:
         """The database URL the session uses (password hidden)."""
         return self.client.database_url
+
+    # -- following DURABLE_DATABASE_URL -------------------------------------------------
+
+    def _database_key(self) -> str:
+        return self._key
+
+    def follow_env(self, *, retry: bool = True) -> str | None:
+        """Move the session to the database ``Client.connect()`` opens now, when
+        ``DURABLE_DATABASE_URL`` names another one (a notebook re-run from its setup cell).
+
+        Returns the line to show after a move, ``None`` when the session is already there.
+        Raises :class:`SessionMoveError` when it cannot move; with ``retry=False`` a move to
+        the same database that failed before is not tried again (the same error is raised).
+        """
+        if threading.current_thread() is self._thread:
+            return None  # from the loop itself (an activity, a widget): never block it
+        raw = os.environ.get("DURABLE_DATABASE_URL", "")
+        with self._lock:
+            if self._closed:
+                return None
+            if not retry and self._failed_move is not None and self._failed_move[0] == raw:
+                raise self._failed_move[1]
+            try:
+                try:
+                    wanted = database_key(None)
+                except DurableError as err:
+                    raise SessionMoveError(
+                        "DURABLE_DATABASE_URL is not a database the kernel's durable session "
+                        f"can use: {_sentence(err)} The session stays on "
+                        f"{self.database_url}: fix DURABLE_DATABASE_URL (or unset it for "
+                        "./.durable/durable.db) and run the cell again"
+                    ) from err
+                line = None if wanted == self._database_key() else self.move_to(None)
+            except SessionMoveError as err:
+                self._failed_move = (raw, err)
+                raise
+            self._failed_move = None
+            return line
+
+    def move_to(self, url: str | None) -> str:
+        """Move the session to the database at ``url`` (``None``: as ``Client.connect()``):
+        stop its workers, connect the client there, and start the workers that were
+        running again there with the same registrations. Returns a one-line message.
+
+        The new database is opened first: if that fails, :class:`SessionMoveError` is
+        raised and the session stays where it was, untouched.
+        """
+        with self._lock:
+            old = self.database_url
+            try:
+                key = database_key(url)
+                new_client = self.call(Client.connect(url), timeout=60)
+            except Exception as err:
+                raise SessionMoveError(
+                    f"DURABLE_DATABASE_URL changed, but the kernel's durable session cannot "
+                    f"move from {old} to {_shown_url(url)}: {_sentence(err)} It stays on "
+                    f"{old}; fix DURABLE_DATABASE_URL and run the cell again (or set it back, "
+                    "or restart the kernel)"
+                ) from err
+            queues = sorted(self._workers)
+
+            async def move() -> dict[str, BaseException]:
+                workers, self._workers = list(self._workers.values()), {}
+                await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+                previous, self.client, self._key = self.client, new_client, key
+                try:
+                    await previous.close()
+                except Exception:  # the old database's trouble is not the new one's
+                    pass
+                failed: dict[str, BaseException] = {}
+                for queue in queues:
+                    try:
+                        worker = self._new_worker(queue)
+                        worker.start()
+                    except Exception as err:
+                        failed[queue] = err
+                    else:
+                        self._workers[queue] = worker
+                return failed
+
+            try:
+                failed = self.call(move(), timeout=90)
+            except Exception as err:
+                raise SessionMoveError(
+                    f"the kernel's durable session could not finish moving from {old} to "
+                    f"{new_client.database_url}: {_sentence(err)} Restart the kernel and run the "
+                    "notebook again"
+                ) from err
+        line = (
+            "kernel_ext: DURABLE_DATABASE_URL changed, so the kernel's durable session "
+            f"moved from {old} to {self.database_url}"
+        )
+        started = [q for q in queues if q not in failed]
+        if started:
+            word = "worker" if len(started) == 1 else "workers"
+            line += f"; {word} restarted there on " + ", ".join(repr(q) for q in started)
+        if failed:
+            line += "; could not restart " + "; ".join(
+                f"the worker on {q!r}: {err}" for q, err in failed.items()
+            )
+        return line
 
     # -- registering definitions --------------------------------------------------------
 
@@ -213,35 +509,90 @@ class Session:
     def _register_one(
         self, obj: object, kind: DefinitionKind, name: str, queues: list[str]
     ) -> str | None:
-        replaced = False
+        note: str | None = None
         with self._lock:
+            replaced = [
+                q
+                for q in queues
+                if (previous := self._queues.get(q, _Queue()).table(kind).get(name)) is not None
+                and previous is not obj
+            ]
+            if replaced and kind == "workflow":
+                # Before any worker runs the new code: which open runs would it break?
+                note = self.check_redefinition(obj, replaced).note()
             for queue in queues:
-                table = self._queues.setdefault(queue, _Queue()).table(kind)
-                previous = table.get(name)
-                replaced = replaced or (previous is not None and previous is not obj)
-                table[name] = obj
+                self._queues.setdefault(queue, _Queue()).table(kind)[name] = obj
                 if queue in self._workers:
                     self.call(self._apply(queue, kind, obj), timeout=60)
             try:
                 self._seen.add(obj)
             except TypeError:
                 pass
-        if not replaced:
-            return None
-        if kind == "activity":
-            return f"{name}: new activity definition registered; its next attempts use it"
-        return self._redefinition_note(name)
+        if replaced and kind == "activity":
+            note = f"{name}: new activity definition registered; its next attempts use it"
+        return note
 
-    def _redefinition_note(self, name: str) -> str:
-        run_ids = self.open_runs(name)
-        head = f"{name}: new definition registered; "
-        if not run_ids:
-            return head + f"no open runs of {name}"
-        shown = ", ".join(run_ids[:NOTE_MAX_IDS])
-        if len(run_ids) > NOTE_MAX_IDS:
-            shown += f", ... ({len(run_ids) - NOTE_MAX_IDS} more)"
-        runs = "1 open run" if len(run_ids) == 1 else f"{len(run_ids)} open runs"
-        return head + f"{runs} of {name} will replay against it: {shown}"
+    def check_redefinition(self, cls: Any, task_queues: list[str]) -> RedefinitionCheck:
+        """Replay the open runs of ``cls``'s workflow type on ``task_queues`` against
+        ``cls`` (newest first, at most :attr:`redefinition_check_limit` of them, within
+        :attr:`redefinition_check_timeout` seconds): which runs would the new definition
+        break, and where. Replays run on threads of their own, not on the kernel's thread
+        nor the session's loop; nothing is written."""
+        name = definition_name(cls)
+        check = RedefinitionCheck(
+            workflow_type=name,
+            task_queues=list(task_queues),
+            limit=self.redefinition_check_limit,
+            timeout=self.redefinition_check_timeout,
+        )
+        try:
+            replayer = Replayer(workflows=[cls], data_converter=self.client.data_converter)
+        except Exception as err:
+            check.problem = f"{type(err).__name__}: {err}"
+            return check
+        try:
+            self.call(
+                asyncio.wait_for(self._check_runs(replayer, check), check.timeout),
+                timeout=check.timeout + 5,
+            )
+        except TimeoutError:
+            check.timed_out = True
+            if check.open_runs is None:
+                check.problem = f"listing them took over {check.timeout:g} s"
+        except Exception as err:
+            check.problem = f"{type(err).__name__}: {err}"
+        return check
+
+    async def _check_runs(self, replayer: Replayer, check: RedefinitionCheck) -> None:
+        runs: list[WorkflowExecution] = []
+        for queue in check.task_queues:
+            query = (
+                f"WorkflowType = '{check.workflow_type}' AND ExecutionStatus = 'Running' "
+                f"AND TaskQueue = '{queue}'"
+            )
+            runs.extend([run async for run in self.client.list_workflows(query)])
+        runs.sort(key=lambda r: (r.start_time, r.run_id), reverse=True)  # newest first
+        check.open_runs = len(runs)
+        check.unchecked = [r.id for r in runs]
+        for run in runs[: check.limit]:
+            item = RunCheck(workflow_id=run.id, run_id=run.run_id)
+            handle = self.client.get_workflow_handle(run.id, run_id=run.run_id)
+            try:
+                history = await handle.fetch_history()
+            except DurableError as err:  # it closed meanwhile, ...
+                item.problem = f"its history could not be read: {err}"
+            else:
+                try:
+                    item.failure = await asyncio.wrap_future(
+                        _in_thread(functools.partial(_replay_failure, replayer, history))
+                    )
+                except Exception as err:  # the replayer itself failed: say so, go on
+                    item.problem = f"replaying it failed: {type(err).__name__}: {err}"
+                event_id = getattr(item.failure, "event_id", None)
+                if isinstance(event_id, int) and 0 < event_id <= len(history.events):
+                    item.event_type = history.events[event_id - 1].event_type
+            check.checked.append(item)
+            check.unchecked.remove(run.id)
 
     def open_runs(self, workflow_type: str) -> list[str]:
         """Workflow ids of the open runs of ``workflow_type``, oldest first."""
@@ -293,7 +644,12 @@ class Session:
         queue = task_queue or self.default_task_queue
         with self._lock:
             if queue in self._workers:
-                return f"a worker is already polling task queue {queue!r}"
+                running = self._workers[queue]
+                types = ", ".join(running.workflow_types + running.activity_types)
+                return (
+                    f"a worker is already polling task queue {queue!r} on {self.database_url}"
+                    f" ({types}); nothing to do"
+                )
             worker = self._new_worker(queue)
 
             async def start() -> None:

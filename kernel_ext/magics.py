@@ -12,7 +12,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from engine.exceptions import DurableError
 
 from . import display
-from .kernel_session import DEFAULT_TASK_QUEUE, Session
+from .kernel_session import DEFAULT_TASK_QUEUE, Session, SessionMoveError
 
 __all__ = ["DurableMagics", "build_parser"]
 
@@ -72,6 +72,13 @@ class DurableMagics(Magics):
             except ValueError as err:
                 raise UsageError(f"%durable: {err}") from err
             args = self.parser.parse_args(words)
+        try:  # first, the database Client.connect() opens now (a notebook run again)
+            moved = self.session.follow_env()
+        except SessionMoveError as err:
+            err.reported = True
+            raise UsageError(f"%durable {args.command}: {err}") from err
+        if moved:
+            print(moved)
         try:
             self._dispatch(args)
         except DurableError as err:  # engine errors say what to do: no traceback needed

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import engine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,3 +128,22 @@ def test_outer_packages_use_only_public_engine_names() -> None:
             for name in _imports(path):
                 if name.startswith("engine"):
                     assert "._" not in name and not name.startswith("engine._"), f"{path}: {name}"
+
+
+def test_resolve_database_url_names_what_connect_would_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine import Client
+    from engine.exceptions import DatabaseURLError
+
+    monkeypatch.delenv("DURABLE_DATABASE_URL", raising=False)
+    assert Client.resolve_database_url() == "sqlite:///.durable/durable.db"
+    monkeypatch.setenv("DURABLE_DATABASE_URL", "postgresql://ada:secret@db.example/app")
+    assert Client.resolve_database_url() == "postgresql+psycopg://ada:***@db.example/app"
+    assert (
+        Client.resolve_database_url(hide_password=False)
+        == "postgresql+psycopg://ada:secret@db.example/app"
+    )
+    assert Client.resolve_database_url("sqlite:///x.db") == "sqlite:///x.db"
+    with pytest.raises(DatabaseURLError, match="mysql"):
+        Client.resolve_database_url("mysql://nowhere/db")
