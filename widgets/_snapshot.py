@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
@@ -156,7 +157,12 @@ class StaticDisplay:
             if bundle is None or _static_part(bundle[0]) == self._published:
                 return
             publish(bundle[0], bundle[1], self._display_id, True)
-            self._published = _static_part(bundle[0])
+            # An update sent from a background thread (a run's view closing by itself)
+            # reaches a live front end, but a notebook executor (nbconvert, nbval) keeps
+            # only messages sent while a cell runs: only the kernel thread's updates count
+            # as published, so stop() in a later cell still writes the final state.
+            if threading.current_thread() is threading.main_thread():
+                self._published = _static_part(bundle[0])
         except Exception:
             log.exception("could not update the output of %s", type(self).__name__)
 
