@@ -29,9 +29,15 @@ demo:
 	$(PIP) install -q -e .
 	$(PYTHON) -m engine.demo
 
+# The import contract ([tool.importlinter] in pyproject.toml; docs/architecture.md). The
+# package has no `python -m` entry point, so its command is called through $(PYTHON).
+LINT_IMPORTS = $(PYTHON) -c "import sys; from importlinter.cli import lint_imports_command; \
+	sys.exit(lint_imports_command())" --no-cache --no-logo
+
 lint:
 	$(PYTHON) -m ruff check engine kernel_ext widgets tests bench
 	$(PYTHON) -m ruff format --check engine kernel_ext widgets tests bench
+	$(LINT_IMPORTS)
 
 types:
 	$(PYTHON) -m mypy

@@ -100,6 +100,7 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
             prof.disable()
 
     orig_run = Store._run
+    orig_read = Store._read
     orig_batch = _BatchingWriter._run_batch
 
     def observed(fns: list[Any], call: Callable[[], T]) -> T:
@@ -120,6 +121,12 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
             return orig_run(self, fn, args)
         return observed([fn], lambda: orig_run(self, fn, args))
 
+    def read(self: Store, fn: Any, args: Any) -> Any:
+        # Reads (both backends): on SQLite's reader threads, on PostgreSQL's pool.
+        if mode == "off":
+            return orig_read(self, fn, args)
+        return observed([fn], lambda: orig_read(self, fn, args))
+
     def run_batch(self: Any, conn: Any, batch: list[Any]) -> None:
         # SQLite: several transactions' changes per commit on the writer thread.
         if mode == "off":
@@ -137,6 +144,7 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
         return profiled("workflow", lambda: orig_apply(self, *a, **kw))
 
     Store._run = run  # type: ignore[method-assign]
+    Store._read = read  # type: ignore[method-assign]
     HistoryDriver.apply = apply  # type: ignore[method-assign]
     _BatchingWriter._run_batch = run_batch  # type: ignore[method-assign]
     tq = bench.new_tq()
@@ -158,6 +166,7 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
             cpu = time.process_time() - cpu0
     finally:
         Store._run = orig_run  # type: ignore[method-assign]
+        Store._read = orig_read  # type: ignore[method-assign]
         HistoryDriver.apply = orig_apply  # type: ignore[method-assign]
         _BatchingWriter._run_batch = orig_batch  # type: ignore[method-assign]
         await client.close()

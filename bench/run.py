@@ -1,7 +1,7 @@
 """Benchmarks W1, W2, W4 and W4s of ../shared/peers, run against durable-notebook.
 
     python bench/run.py [--backend sqlite|postgres|both] [--workloads W1,W2,W4,W4s]
-                        [--reps 3] [--pg-url URL] [--profile]
+                        [--reps 3] [--pg-url URL] [--profile] [--no-freeze-gc]
 
 Semantics follow the peers (see ../shared/peers/README.md): the client and one Worker share
 this process, each workload first runs an untimed warm-up on the same worker, and every
@@ -200,9 +200,20 @@ def new_tq() -> str:
     return f"bench-{uuid.uuid4().hex[:8]}"
 
 
+#: Whether the bench's workers freeze the collector (``Worker(freeze_gc=...)``): on, as in
+#: a process that exists to run workers; ``--no-freeze-gc`` measures without it.
+FREEZE_GC = True
+
+
 def new_worker(client: Client, tq: str) -> Worker:
     # Engine defaults for concurrency and polling, like the peers use their SDK defaults.
-    return Worker(client, task_queue=tq, workflows=ALL_WORKFLOWS, activities=ALL_ACTIVITIES)
+    return Worker(
+        client,
+        task_queue=tq,
+        workflows=ALL_WORKFLOWS,
+        activities=ALL_ACTIVITIES,
+        freeze_gc=FREEZE_GC,
+    )
 
 
 # ---------------------------------------------------------------- W1
@@ -450,6 +461,7 @@ async def w5(client: Client, emit: Emitter, reps: int, timeout: float) -> None:
         workflows=[BatchActivitiesWF],
         activities=[noop],
         max_concurrent_activities=500,
+        freeze_gc=FREEZE_GC,
     ):
         t0 = time.perf_counter()
         handle = await client.start_workflow(
@@ -548,6 +560,7 @@ def run_child(
         str(args.rep_timeout),
         "--child-timeout",
         str(args.child_timeout),
+        *([] if args.freeze_gc else ["--no-freeze-gc"]),
     ]
     lines: list[str] = []
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1, cwd=REPO)
@@ -623,13 +636,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=1500.0,
         help="seconds one workload process may take in all",
     )
+    ap.add_argument(
+        "--no-freeze-gc",
+        dest="freeze_gc",
+        action="store_false",
+        help="workers leave the garbage collector as it is (Worker(freeze_gc=False))",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--db-url", help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
 def main() -> int:
+    global FREEZE_GC
     args = parse_args()
+    FREEZE_GC = args.freeze_gc
     if args.child:
         return child_main(args)
     backends = list(BACKENDS) if args.backend == "both" else [args.backend]

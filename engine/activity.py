@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
-from ._replay.definitions import ActivityDefinition, set_activity_definition, type_hints
+from ._model.definitions import ActivityDefinition, set_activity_definition, type_hints
 from .exceptions import InvalidArgumentError
 
 __all__ = ["Info", "defn", "heartbeat", "in_activity", "info", "is_cancelled"]

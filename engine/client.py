@@ -8,21 +8,23 @@ SQLite or PostgreSQL. Clients and workers reach the service through the shared d
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import inspect
-import json
-import math
 import os
 import socket
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ._ids import random_uuid
 from ._json import loads as json_loads
-from ._replay.definitions import WorkflowDefinition
+from ._listing import (
+    WorkflowExecution,
+    WorkflowExecutionAsyncIterator,
+    WorkflowExecutionDescription,
+    _dt,
+)
+from ._model.definitions import WorkflowDefinition, type_hints
 from ._service.activity_ops import EagerWorkflowTask
 from ._service.clock import Clock
 from ._service.host import ServiceHost
@@ -44,6 +46,7 @@ from .exceptions import (
     TerminatedError,
     TimeoutError,
     TimeoutType,
+    WorkflowContinuedAsNewError,
     WorkflowFailureError,
     WorkflowUpdateFailedError,
 )
@@ -356,147 +359,6 @@ class Client:
         return WorkflowExecutionAsyncIterator(self, query, limit, page_size, next_page_token)
 
 
-class WorkflowExecutionAsyncIterator:
-    """What ``Client.list_workflows()`` returns: runs newest first, a page at a time.
-
-    Pages follow one another by position (start time, then run id), so runs started while
-    a listing is paged through do not shift the later pages.
-    """
-
-    def __init__(
-        self,
-        client: Client,
-        query: str | None,
-        limit: int | None,
-        page_size: int,
-        next_page_token: bytes | None,
-    ) -> None:
-        if limit is not None and limit < 0:
-            raise InvalidArgumentError(f"limit must be 0 or more (None: no limit), not {limit}")
-        if page_size < 1:
-            raise InvalidArgumentError(f"page_size must be at least 1, not {page_size}")
-        self._client = client
-        self._query = query
-        self._limit = limit
-        self._page_size = page_size
-        self._position = _decode_page_token(next_page_token)
-        self._fetched = 0
-        self._started = False
-        #: The runs of the page fetched last (``None`` before the first fetch).
-        self.current_page: list[WorkflowExecution] | None = None
-        #: The index of the next item of :attr:`current_page` that iteration yields.
-        self.current_page_index = 0
-        #: Where the next page starts; ``None`` once the last page has been fetched.
-        self.next_page_token: bytes | None = next_page_token
-
-    async def fetch_next_page(self, *, page_size: int | None = None) -> None:
-        """Fetch the next page into :attr:`current_page` and move :attr:`next_page_token`."""
-        size = page_size or self._page_size
-        if self._limit is not None:
-            size = min(size, self._limit - self._fetched)
-        if (self._started and self.next_page_token is None) or size <= 0:
-            self.current_page, self.current_page_index, self.next_page_token = [], 0, None
-            return
-        self._started = True
-        client = self._client
-        rows = await client.service.list_runs(
-            client.namespace, size + 1, self._query, before=self._position
-        )
-        more = len(rows) > size
-        rows = rows[:size]
-        self.current_page = [WorkflowExecution.from_row(r) for r in rows]
-        self.current_page_index = 0
-        self._fetched += len(rows)
-        if more and rows and (self._limit is None or self._fetched < self._limit):
-            self._position = (float(rows[-1].start_time), str(rows[-1].run_id))
-            self.next_page_token = _encode_page_token(self._position)
-        else:
-            self.next_page_token = None
-
-    def __aiter__(self) -> WorkflowExecutionAsyncIterator:
-        return self
-
-    async def __anext__(self) -> WorkflowExecution:
-        page = self.current_page
-        if page is None or self.current_page_index >= len(page):
-            if page is not None and self.next_page_token is None:
-                raise StopAsyncIteration
-            await self.fetch_next_page()
-            page = self.current_page
-            if not page:
-                raise StopAsyncIteration
-        item = page[self.current_page_index]
-        self.current_page_index += 1
-        return item
-
-
-def _encode_page_token(position: tuple[float, str]) -> bytes:
-    text = json.dumps({"v": 1, "start": position[0], "run": position[1]})
-    return base64.urlsafe_b64encode(text.encode())
-
-
-def _decode_page_token(token: bytes | None) -> tuple[float, str] | None:
-    if token is None:
-        return None
-    try:
-        data = json.loads(base64.urlsafe_b64decode(token))
-        start, run = float(data["start"]), data["run"]
-        if not math.isfinite(start) or not isinstance(run, str):
-            raise ValueError("not a position")
-        return start, run
-    except (ValueError, TypeError, KeyError, OverflowError) as err:
-        raise InvalidArgumentError(
-            f"next_page_token {token[:40]!r} is not a token this engine handed out: pass "
-            "the next_page_token of an earlier page unchanged (or None for the first page)"
-        ) from err
-
-
-def _dt(epoch: float | None) -> datetime | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
-
-
-@dataclass
-class WorkflowExecution:
-    """A run as listed: ids, type, status and times."""
-
-    id: str
-    run_id: str
-    workflow_type: str
-    task_queue: str
-    status: WorkflowExecutionStatus
-    start_time: datetime
-    close_time: datetime | None
-    history_length: int
-    namespace: str
-
-    @staticmethod
-    def from_row(row: Any) -> WorkflowExecution:
-        """Build from a store row."""
-        return WorkflowExecution(
-            id=row.workflow_id,
-            run_id=row.run_id,
-            workflow_type=row.workflow_type,
-            task_queue=row.task_queue,
-            status=WorkflowExecutionStatus(row.status),
-            start_time=datetime.fromtimestamp(row.start_time, UTC),
-            close_time=_dt(row.close_time),
-            history_length=row.next_event_id - 1,
-            namespace=row.namespace,
-        )
-
-
-@dataclass
-class WorkflowExecutionDescription(WorkflowExecution):
-    """``describe()``: a run plus its pending activities, timers and workflow task."""
-
-    pending_activities: list[dict[str, Any]] = field(default_factory=list)
-    pending_timers: list[dict[str, Any]] = field(default_factory=list)
-    pending_workflow_task: dict[str, Any] | None = None
-    history_size_bytes: int = 0
-    first_execution_run_id: str = ""
-    continued_as_new_run_id: str | None = None
-
-
 class WorkflowHandle:
     """A workflow id (and perhaps a run id) to act on."""
 
@@ -533,7 +395,8 @@ class WorkflowHandle:
     async def result(self, *, follow_runs: bool = True) -> Any:
         """Wait for the run to close; return its result or raise WorkflowFailureError.
 
-        Follows continue-as-new to the newest run unless ``follow_runs=False``.
+        Follows continue-as-new to the newest run unless ``follow_runs=False``, where a run
+        that continued as new raises :class:`~engine.exceptions.WorkflowContinuedAsNewError`.
         """
         with self._client.service.clock.waiting_for_result():
             return await self._wait_result(self.result_run_id or self.run_id, follow_runs)
@@ -608,7 +471,7 @@ class WorkflowHandle:
                 "Workflow timed out", type=TimeoutType.START_TO_CLOSE, last_heartbeat_details=[]
             )
         else:  # continued as new, not followed
-            raise WorkflowContinuedAsNew(attrs.get("newExecutionRunId", ""))
+            raise WorkflowContinuedAsNewError(attrs.get("newExecutionRunId", ""))
         raise WorkflowFailureError(cause=cause)
 
     async def describe(self) -> WorkflowExecutionDescription:
@@ -665,8 +528,6 @@ class WorkflowHandle:
         values = [arg] if arg is not _missing else list(args)
         name = handler_name(query, "query")
         if result_type is None and not isinstance(query, str):
-            from ._replay.definitions import type_hints
-
             result_type = type_hints(query, skip_self=True)[1]
         payloads = await self._client.service.query_workflow(
             self._client.namespace,
@@ -698,8 +559,6 @@ class WorkflowHandle:
         values = [arg] if arg is not _missing else list(args)
         name = handler_name(update, "update")
         if result_type is None and not isinstance(update, str):
-            from ._replay.definitions import type_hints
-
             result_type = type_hints(update, skip_self=True)[1]
         dc = self._client.data_converter
         payloads = dc.to_payloads(values)
@@ -752,8 +611,8 @@ class WorkflowHandle:
 
     async def fetch_history(self) -> WorkflowHistory:
         """The run's event history."""
-        row = await self._client.service.resolve_run(self._client.namespace, self.id, self.run_id)
-        events = await self._client.service.history(row.run_id)
+        service = self._client.service
+        _, events = await service.run_history(self._client.namespace, self.id, self.run_id)
         return WorkflowHistory(self.id, events)
 
     async def fetch_history_events(
@@ -795,14 +654,6 @@ class WorkflowHandle:
                 return
             if row.next_event_id - 1 <= last:
                 await asyncio.sleep(poll_interval.total_seconds())
-
-
-class WorkflowContinuedAsNew(Exception):
-    """result(follow_runs=False) on a run that continued as new."""
-
-    def __init__(self, new_run_id: str) -> None:
-        super().__init__(f"the run continued as new as run {new_run_id}")
-        self.new_run_id = new_run_id
 
 
 def _started_task(start: asyncio.Future[Any]) -> Any:

@@ -51,7 +51,11 @@ async def main() -> None:
     client = await Client.connect()
     print(f"database: {client.database_url}")
     order_id = f"order-{uuid.uuid4().hex[:6]}"
-    async with Worker(client, task_queue="orders", workflows=[Order], activities=[charge]):
+    # This process exists to run the worker: freezing the collector is ours to choose.
+    worker = Worker(
+        client, task_queue="orders", workflows=[Order], activities=[charge], freeze_gc=True
+    )
+    async with worker:
         handle = await client.start_workflow(Order.run, order_id, id=order_id, task_queue="orders")
         await handle.signal(Order.approve)
         print(f"result: {await handle.result()}")

@@ -14,9 +14,17 @@ DurableError (alias TemporalError)
 │   └── WorkflowAlreadyStartedError
 ├── WorkflowFailureError      ``handle.result()`` of a run that failed, was cancelled,
 │                             terminated or timed out; ``.cause`` says why
+├── WorkflowContinuedAsNewError
+│                             ``handle.result(follow_runs=False)`` of a run that continued
+│                             as new; ``.new_run_id`` names the next run
 ├── NondeterminismError       workflow code no longer produces what its history recorded
 ├── WorkflowNotFoundError
+├── WorkflowQueryFailedError  a query found no handler, its handler raised, or no worker
+│                             answered in time
+├── WorkflowUpdateFailedError an update's validator rejected it or its handler failed;
+│                             ``.cause`` says why
 ├── StoreError                a database operation failed (translated at the store boundary)
+│   └── StoreConflictError    two changes raced for one unique fact; the loser rolled back
 ├── InvalidArgumentError (also a ValueError)
 │   ├── PayloadSizeError      a payload or request over the size limit
 │   └── DatabaseURLError      a malformed or unsupported database URL
@@ -46,14 +54,18 @@ __all__ = [
     "RetryState",
     "SchemaVersionError",
     "ServerError",
+    "StoreConflictError",
     "StoreError",
     "TemporalError",
     "TerminatedError",
     "TimeoutError",
     "TimeoutType",
     "WorkflowAlreadyStartedError",
+    "WorkflowContinuedAsNewError",
     "WorkflowFailureError",
     "WorkflowNotFoundError",
+    "WorkflowQueryFailedError",
+    "WorkflowUpdateFailedError",
     "is_cancelled_exception",
 ]
 
@@ -427,6 +439,20 @@ class WorkflowFailureError(DurableError):
         """The failure that closed the run."""
         assert isinstance(self.__cause__, FailureError)
         return self.__cause__
+
+
+class WorkflowContinuedAsNewError(DurableError):
+    """Raised by ``handle.result(follow_runs=False)`` when the run continued as new.
+
+    ``new_run_id`` is the run it continued as; ``handle.result()`` (which follows runs)
+    waits for the last run's result instead.
+    """
+
+    def __init__(self, new_run_id: str) -> None:
+        """Create the error for a run that continued as run ``new_run_id``."""
+        super().__init__(f"the run continued as new as run {new_run_id}")
+        self.new_run_id = new_run_id
+        """The run id of the run this one continued as."""
 
 
 class NondeterminismError(DurableError):

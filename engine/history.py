@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._replay.events import HistoryEvent, attributes_key, enum_name, short_name
+from ._model.events import HistoryEvent, attributes_key, enum_name, short_name
 from .common import timestamp_from_json, timestamp_to_json
 from .exceptions import InvalidArgumentError
 

@@ -15,7 +15,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
-from ._replay.definitions import ActivityDefinition, WorkflowDefinition
+from ._model.definitions import ActivityDefinition, WorkflowDefinition
 from ._replay.handlers import WorkflowTaskError
 from ._replay.replayer import replay_events
 from ._replay.stepper import ReplaySession, Snapshot
@@ -39,24 +39,34 @@ __all__ = [
 log = logging.getLogger("engine.worker")
 
 _gc_frozen = False
+#: Values of ``DURABLE_GC_FREEZE`` that ask for the freeze (any other leaves it off).
+_YES = frozenset({"1", "true", "yes", "on"})
 
 
-def _freeze_startup_objects() -> None:
-    """Once per process, when its first worker starts: collect, then move the objects alive
-    now (mostly the modules loaded so far: SQLAlchemy alone brings tens of thousands) out of
-    the cyclic garbage collector's sight with :func:`gc.freeze`.
+def _freeze_startup_objects(asked: bool | None) -> None:
+    """Once per process, when the first worker that asks for it starts: collect, then move
+    the objects alive now (mostly the modules loaded so far: SQLAlchemy alone brings tens of
+    thousands) out of the cyclic garbage collector's sight with :func:`gc.freeze`.
 
     A busy worker keeps many objects alive for a short while, so the collector's full passes
     come often, and each walked every object in the process: about a tenth of a busy
     worker's time went there. Frozen objects are still freed when their last reference
-    goes; only a reference cycle among them would stay. ``DURABLE_GC_FREEZE=0`` turns
-    this off. Not done in a Jupyter kernel (``ipykernel`` loaded): there the objects alive
-    are the user's session, which must stay collectable.
+    goes; only a reference cycle among them would stay.
+
+    The collector is the host's, not the engine's, so this is opt-in: ``asked`` is
+    ``Worker(freeze_gc=...)``; when that is None, ``DURABLE_GC_FREEZE=1`` asks, except in a
+    Jupyter kernel (``ipykernel`` loaded), which inherits its server's environment and whose
+    live objects are the user's session: there only ``freeze_gc=True`` freezes.
     """
     global _gc_frozen
-    if _gc_frozen or os.environ.get("DURABLE_GC_FREEZE", "1").strip() == "0":
+    if _gc_frozen:
         return
-    if "ipykernel" in sys.modules:
+    if asked is None:
+        asked = (
+            os.environ.get("DURABLE_GC_FREEZE", "").strip().lower() in _YES
+            and "ipykernel" not in sys.modules
+        )
+    if not asked:
         return
     _gc_frozen = True
     gc.collect()
@@ -73,6 +83,12 @@ class Worker:
     Workflow code runs on a thread of the worker's own, one activation at a time; one that
     does not yield within ``deadlock_timeout`` fails its workflow task at once with where it
     is (``debug_mode=True`` lifts the limit, for stepping through in a debugger).
+
+    ``freeze_gc=True`` lets the first such worker of the process :func:`gc.freeze` the
+    objects alive when it starts (after a collection), which saves a busy worker the
+    collector's walks over every loaded module; it changes the whole process's collector,
+    so it is off unless asked for (``None`` follows ``DURABLE_GC_FREEZE=1``, outside a
+    Jupyter kernel). Worth it in a process that exists to run workers.
     """
 
     def __init__(
@@ -92,6 +108,7 @@ class Worker:
         deadlock_timeout: timedelta = timedelta(seconds=2),
         poll_interval: timedelta = timedelta(milliseconds=200),
         run_service: bool = True,
+        freeze_gc: bool | None = None,
     ) -> None:
         if not isinstance(task_queue, str) or not task_queue:
             raise InvalidArgumentError("task_queue must be a non-empty string")
@@ -125,6 +142,7 @@ class Worker:
             self._activity_defs[adefn.name] = adefn
         self._grace = graceful_shutdown_timeout.total_seconds()
         self._run_service = run_service
+        self._freeze_gc = freeze_gc
         poll = poll_interval.total_seconds()
         self._workflows: WorkflowRunner | None = None
         self._activities: ActivityRunner | None = None
@@ -202,7 +220,7 @@ class Worker:
             return
         loop = asyncio.get_running_loop()
         self._running = True
-        _freeze_startup_objects()
+        _freeze_startup_objects(self._freeze_gc)
         if self._run_service:
             self.client._acquire_host()
         if self._workflows is not None:

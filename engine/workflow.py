@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
-from ._replay.definitions import (
+from ._model.definitions import (
     ActivityDefinition,
     HandlerDefinition,
     WorkflowDefinition,

@@ -1,1 +1,1 @@
-"""The replay core: deterministic event loop, commands, matching. No SQL, no I/O."""
+"""The replay core: deterministic event loop, instance, command matching. No SQL, no I/O."""

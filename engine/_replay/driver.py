@@ -15,9 +15,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from .._model import commands as cmd
+from .._model.events import HistoryEvent
 from ..exceptions import NondeterminismError
-from . import commands as cmd
-from .events import HistoryEvent
 from .instance import PATCH_MARKER, Job, WorkflowInstance
 
 _ACTIVITY_RESOLUTIONS = {

@@ -7,6 +7,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from .._model import commands as cmd
+from .._model.definitions import WorkflowDefinition
 from ..converter import DataConverter
 from ..exceptions import (
     ApplicationError,
@@ -14,8 +16,6 @@ from ..exceptions import (
     FailureError,
     InvalidArgumentError,
 )
-from . import commands as cmd
-from .definitions import WorkflowDefinition
 
 log = logging.getLogger("engine.workflow")
 JsonDict = dict[str, Any]

@@ -20,6 +20,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .. import workflow
+from .._model import commands as cmd
+from .._model.definitions import WorkflowDefinition
+from .._model.events import HistoryEvent
 from ..common import ActivityCancellationType, ChildWorkflowCancellationType, RetryPolicy
 from ..converter import DataConverter
 from ..exceptions import (
@@ -31,9 +34,6 @@ from ..exceptions import (
     WorkflowAlreadyStartedError,
     is_cancelled_exception,
 )
-from . import commands as cmd
-from .definitions import WorkflowDefinition
-from .events import HistoryEvent
 from .handlers import MessageHandlers, WorkflowTaskError
 from .loop import DeterministicLoop
 
@@ -354,7 +354,7 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         name = workflow.activity_name(activity)
         result_type = options.get("result_type")
         if result_type is None and not isinstance(activity, str):
-            from .definitions import ActivityDefinition
+            from .._model.definitions import ActivityDefinition
 
             result_type = ActivityDefinition.of(activity).return_type
         self._activity_seq += 1

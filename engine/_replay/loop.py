@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from . import commands as cmd
+from .._model import commands as cmd
 
 log = logging.getLogger("engine.workflow")
 

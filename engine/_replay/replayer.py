@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._model.definitions import WorkflowDefinition
+from .._model.events import HistoryEvent
 from ..converter import DataConverter
 from ..exceptions import InvalidArgumentError, NondeterminismError
-from .definitions import WorkflowDefinition
 from .driver import HistoryDriver
-from .events import HistoryEvent
 from .handlers import WorkflowTaskError
 from .instance import WorkflowInstance
 

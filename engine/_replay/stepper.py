@@ -20,12 +20,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from .._model import commands as cmd
+from .._model.definitions import WorkflowDefinition
+from .._model.events import HistoryEvent
 from ..converter import DataConverter
 from ..exceptions import NondeterminismError
-from . import commands as cmd
-from .definitions import WorkflowDefinition
 from .driver import HistoryDriver
-from .events import HistoryEvent
 from .handlers import WorkflowTaskError
 from .replayer import new_driver
 

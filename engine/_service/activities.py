@@ -12,7 +12,7 @@ from typing import Any
 
 from .._ids import random_uuid
 from .._json import loads as json_loads
-from .._replay import commands as cmd
+from .._model import commands as cmd
 from .._store.schema import ACT_BACKOFF, ACT_SCHEDULED, ACT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import RetryPolicy, duration_to_json

@@ -143,7 +143,7 @@ class ActivityOps:
         def fn(tx: StoreTx) -> float | None:
             return tx.next_timer_at()
 
-        return await self.store.transaction(fn)
+        return await self.store.read(fn)
 
     async def skip_to_next_timer(self) -> bool:
         """Time skipping: if no task is ready or running, move the clock to the next timer.

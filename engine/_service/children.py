@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._ids import random_uuid
-from .._replay import commands as cmd
+from .._model import commands as cmd
 from ..common import WorkflowExecutionStatus, WorkflowIDReusePolicy, duration_to_json
 from ..exceptions import WorkflowAlreadyStartedError
 from .state import RunState, task_queue_json

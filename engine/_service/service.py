@@ -1,7 +1,9 @@
 """The service: turns requests and commands into history events. It never runs user code.
 
-Each public coroutine is one transaction on the store. Workflow-task and run-level
-operations live here; activity operations in ``activities.py``; timers in ``timers.py``.
+Each public coroutine is one transaction on the store: ``store.read`` for those that only
+read (on SQLite a reader connection, no write lock), ``store.transaction`` for changes.
+Workflow-task and run-level operations live here; activity operations in ``activities.py``;
+timers in ``timers.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from .._ids import random_uuid
 from .._json import loads as json_loads
-from .._replay.events import HistoryEvent
+from .._model.events import HistoryEvent
 from .._store.gateway import Store
 from .._store.schema import WFT_STARTED
 from .._store.tx import Row, StoreTx
@@ -362,7 +364,7 @@ class Service(WorkflowTaskOps, ActivityOps):
 
     async def resolve_run(self, namespace: str, workflow_id: str, run_id: str | None) -> Row:
         """The run row for (workflow id, run id), or the latest run of the workflow id."""
-        return await self.store.transaction(self._resolve_run, namespace, workflow_id, run_id)
+        return await self.store.read(self._resolve_run, namespace, workflow_id, run_id)
 
     def _resolve_run(
         self, tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None
@@ -377,7 +379,19 @@ class Service(WorkflowTaskOps, ActivityOps):
     ) -> list[HistoryEvent]:
         """The stored history of a run (the events from ``first_event_id`` to
         ``last_event_id``)."""
-        return await self.store.transaction(_read_history, run_id, first_event_id, last_event_id)
+        return await self.store.read(_read_history, run_id, first_event_id, last_event_id)
+
+    async def run_history(
+        self, namespace: str, workflow_id: str, run_id: str | None
+    ) -> tuple[Row, list[HistoryEvent]]:
+        """The run row (as :meth:`resolve_run` finds it) and its whole history, read in
+        one snapshot."""
+
+        def fn(tx: StoreTx) -> tuple[Row, list[HistoryEvent]]:
+            row = self._resolve_run(tx, namespace, workflow_id, run_id)
+            return row, _read_history(tx, row.run_id)
+
+        return await self.store.read(fn)
 
     async def update_workflow(
         self,
@@ -421,7 +435,7 @@ class Service(WorkflowTaskOps, ActivityOps):
         with self.clock.waiting_for_result():
             while True:
                 generation = notifier.generation(channel)
-                row = await self.store.transaction(lambda tx: tx.get_update(row_id))
+                row = await self.store.read(lambda tx: tx.get_update(row_id))
                 if row is not None and row.state in (UPDATE_COMPLETED, UPDATE_REJECTED):
                     return dict(json_loads(row.outcome or "{}"))
                 remaining = deadline - loop.time()
@@ -465,16 +479,11 @@ class Service(WorkflowTaskOps, ActivityOps):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
 
-        def read(tx: StoreTx) -> Row | None:
-            row = tx.get_query(query_id)
-            if row is not None and row.state == 3:
-                tx.delete_query(query_id)
-            return row
-
         try:
             while True:
                 generation = notifier.generation(channel)
-                row = await self.store.transaction(read)
+                # A read: the answered query is deleted below, in the ``finally``.
+                row = await self.store.read(lambda tx: tx.get_query(query_id))
                 if row is not None and row.state == 3:
                     if row.failure:
                         raise WorkflowQueryFailedError(
@@ -513,7 +522,7 @@ class Service(WorkflowTaskOps, ActivityOps):
         def fn(tx: StoreTx) -> list[str]:
             return tx.closed_among(run_ids)
 
-        return await self.store.transaction(fn)
+        return await self.store.read(fn)
 
     async def attempts(self, run_id: str) -> list[JsonDict]:
         """All activity attempts of a run."""
@@ -537,7 +546,7 @@ class Service(WorkflowTaskOps, ActivityOps):
                 )
             return out
 
-        return await self.store.transaction(fn)
+        return await self.store.read(fn)
 
     async def run_and_close_event(
         self, namespace: str, workflow_id: str, run_id: str | None
@@ -554,11 +563,11 @@ class Service(WorkflowTaskOps, ActivityOps):
             attrs = json_loads(event.attributes)
             return row, HistoryEvent(event.event_id, event.event_time, event.event_type, attrs)
 
-        return await self.store.transaction(fn)
+        return await self.store.read(fn)
 
     async def describe(self, namespace: str, workflow_id: str, run_id: str | None) -> Description:
         """Run row plus pending work."""
-        return await self.store.transaction(self._describe, namespace, workflow_id, run_id)
+        return await self.store.read(self._describe, namespace, workflow_id, run_id)
 
     def _describe(
         self, tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None
@@ -629,7 +638,7 @@ class Service(WorkflowTaskOps, ActivityOps):
         def fn(tx: StoreTx) -> list[Row]:
             return list(tx.list_executions(namespace, limit=limit, filters=filters, before=before))
 
-        return await self.store.transaction(fn)
+        return await self.store.read(fn)
 
     # =================================================================================
     # workflow tasks

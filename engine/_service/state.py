@@ -13,9 +13,9 @@ from typing import Any, NamedTuple
 from .._ids import time_ordered_uuid
 from .._json import compact_dumps
 from .._json import loads as json_loads
-from .._replay.events import HistoryEvent
+from .._model.events import HistoryEvent
 from .._store.schema import WFT_SCHEDULED, WFT_STARTED
-from .._store.tx import Row, StoreTx
+from .._store.tx import Row, StoreTx, column
 from ..common import WorkflowExecutionStatus, duration_to_json
 
 JsonDict = dict[str, Any]
@@ -133,7 +133,7 @@ class RunState:
         self.first_new_event_id: int = row.next_event_id
         #: Whether an update may be pending. Runs started since schema 7 say 0 until one
         #: is asked for; older runs (NULL) are looked at every time, as before.
-        self.has_updates = getattr(row, "has_updates", None) != 0
+        self.has_updates = column(row, "has_updates") != 0
         self._changes: dict[str, Any] = {}
         #: A run started in this change: its row is inserted by :meth:`flush` (one insert
         #: instead of insert and update), and it has no workflow task yet.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._replay.events import HistoryEvent
+from .._model.events import HistoryEvent
 from ..common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 JsonDict = dict[str, Any]

@@ -11,8 +11,8 @@ from typing import Any
 
 from .._ids import random_uuid
 from .._json import loads as json_loads
-from .._replay import commands as cmd
-from .._replay.events import HistoryEvent
+from .._model import commands as cmd
+from .._model.events import HistoryEvent
 from .._store.gateway import Store
 from .._store.schema import WFT_SCHEDULED, WFT_STARTED
 from .._store.tx import Row, StoreTx

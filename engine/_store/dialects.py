@@ -19,6 +19,10 @@ log = logging.getLogger("engine.store")
 
 DEFAULT_SQLITE_PATH = Path(".durable") / "durable.db"
 NOTIFY_CHANNEL = "dn_wakeups"
+#: Execution option of a SQLAlchemy connection whose transactions only read: on SQLite they
+#: begin ``DEFERRED`` instead of ``IMMEDIATE`` (the store's own reads bypass SQLAlchemy's
+#: transactions; this is for the few that go through it, such as the schema version check).
+READ_ONLY_OPTION = "durable_read_only"
 
 
 def default_url() -> str:
@@ -119,6 +123,10 @@ def _sqlite_engine(url: URL, *, fsync: bool) -> sa.Engine:
 
     @sa.event.listens_for(engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
+        if conn.get_execution_options().get(READ_ONLY_OPTION):
+            # A read: a WAL snapshot, and no lock that would keep a writer waiting.
+            conn.exec_driver_sql("BEGIN DEFERRED")
+            return
         # Take the write lock up front: no deadlock-prone upgrade from a read lock later.
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 

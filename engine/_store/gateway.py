@@ -1,8 +1,19 @@
 """The store gateway: opens the database, migrates it, and runs transactions off the loop.
 
-Each state change is one call to :meth:`Store.transaction` with a function of a
-:class:`~engine._store.tx.StoreTx`. SQLite work runs on one thread (one writer anyway);
-PostgreSQL work on a small pool. Database errors are translated here.
+Two kinds of transaction, each a function of a :class:`~engine._store.tx.StoreTx`:
+
+- :meth:`Store.transaction` for a state change. On SQLite every change runs on one writer
+  thread (one writer anyway), batched into group commits under ``BEGIN IMMEDIATE``.
+- :meth:`Store.read` for a read that changes nothing (histories, listings, describe,
+  polls). On SQLite it runs on a reader thread with a connection of its own, in a
+  ``BEGIN DEFERRED`` transaction: one WAL snapshot for the whole read, never the write
+  lock, so it neither waits behind this process's writes nor blocks another process's
+  writer. A read sees every change whose :meth:`~Store.transaction` has returned: the
+  history rows a change writes behind are inserted before its commit, and only then is its
+  caller answered; rows still pending belong to a change nobody has been told of yet.
+
+On PostgreSQL both run on a small pool of connections; a read is a ``READ ONLY``
+transaction at ``REPEATABLE READ`` (one snapshot). Database errors are translated here.
 """
 
 from __future__ import annotations
@@ -14,6 +25,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +58,7 @@ class Store:
         self.notifier = Notifier()
         self._executor = ThreadPoolExecutor(max_workers=6, thread_name_prefix="durable-store")
         self._writer: _BatchingWriter | None = None
+        self._readers: _SqliteReaders | None = None
         self._listener: PostgresListener | None = None
         self._closed = False
         self._users = 0
@@ -70,10 +83,14 @@ class Store:
             self._listener = PostgresListener(self.url, self._remote_notify)
             self._listener.start()
         else:
+            self._readers = _SqliteReaders(self)
             self._writer = _BatchingWriter(self)
 
     async def transaction(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(tx, *args)`` in one database transaction on the store's thread(s)."""
+        """Run ``fn(tx, *args)`` in one database transaction on the store's thread(s).
+
+        For changes. A function that only reads goes to :meth:`read` instead.
+        """
         if self._closed:
             raise StoreError("the store is closed")
         loop = asyncio.get_running_loop()
@@ -82,6 +99,33 @@ class Store:
             self._writer.submit(fn, args, loop, fut)
             return await fut
         return await loop.run_in_executor(self._executor, self._run, fn, args)
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(tx, *args)`` in a read-only transaction: one consistent snapshot of
+        everything committed, including every change of this process that has returned.
+
+        On SQLite the read runs on a reader connection (``BEGIN DEFERRED``): it does not
+        queue behind this process's writes and takes no write lock. A function that tries
+        to write (SQL, history rows, wake-ups) fails with :class:`StoreError`.
+        """
+        if self._closed:
+            raise StoreError("the store is closed")
+        loop = asyncio.get_running_loop()
+        executor = self._readers.executor if self._readers is not None else self._executor
+        try:
+            running = loop.run_in_executor(executor, self._read, fn, args)
+        except RuntimeError as err:  # shut down since the check above
+            raise StoreError("the store is closed") from err
+        return await running
+
+    def read_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """:meth:`read` on the calling thread (for tools and tests)."""
+        return self._read(fn, args)
+
+    def _read(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        if self._readers is not None:
+            return self._readers.run(fn, args)
+        return self._run_pooled(fn, args, read_only=True)
 
     def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(tx, *args)`` in a transaction on the calling thread (for tools and tests)."""
@@ -92,11 +136,19 @@ class Store:
             done: concurrent.futures.Future[T] = concurrent.futures.Future()
             self._writer.submit(fn, args, None, done)
             return done.result()
+        return self._run_pooled(fn, args, read_only=False)
+
+    def _run_pooled(self, fn: Callable[..., T], args: tuple[Any, ...], *, read_only: bool) -> T:
+        """One transaction on a connection of the engine's pool, run again (up to five
+        times in all) after a serialization failure, a deadlock or a lost connection."""
         for attempt in range(1, 6):
             conn = self.engine.connect()
+            saved = None
             try:
+                if read_only and self.postgres:
+                    saved = _pg_read_only(conn)
                 with conn.begin():
-                    tx = StoreTx(conn, postgres=self.postgres)
+                    tx = StoreTx(conn, postgres=self.postgres, read_only=read_only)
                     result = fn(tx, *args)
                     tx.write_pending_events()
                     if self.postgres and tx.wakeups:
@@ -123,6 +175,8 @@ class Store:
                     continue
                 raise self._translate(err) from err
             finally:
+                if saved is not None:
+                    _pg_restore(conn, saved)
                 conn.close()
             self.notifier.notify_many(tx.wakeups, tx.messages)
             return result
@@ -165,6 +219,8 @@ class Store:
             self._listener.stop()
         if self._writer is not None:
             self._writer.stop()
+        if self._readers is not None:
+            self._readers.close()
         self._executor.shutdown(wait=True)
         self.engine.dispose()
 
@@ -270,6 +326,97 @@ class _BatchingWriter:
                 _deliver(loop, fut, result, None)
 
 
+class _SqliteReaders:
+    """SQLite's readers: a few threads, each with a connection of its own for its life.
+
+    A read is one ``BEGIN DEFERRED`` transaction: in WAL mode it reads the snapshot of the
+    last commit when its first statement runs, for the whole read, and takes no write lock,
+    so neither this process's writer nor another process's ever waits for it (nor it for
+    them). The connections are ``query_only``: a write attempted in a read fails.
+
+    SQLite may still answer a read with ``SQLITE_BUSY`` in rare moments (another process
+    recovering the WAL after a crash, or closing the last connection to the file, holds it
+    exclusively for a moment). The busy timeout waits those out; a read that still finds
+    the database busy is run again, up to five times in all: it changes nothing.
+    """
+
+    SIZE = 3
+    ATTEMPTS = 5
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.executor = ThreadPoolExecutor(
+            max_workers=self.SIZE, thread_name_prefix="durable-sqlite-reader"
+        )
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._conns: set[sa.Connection] = set()
+        self._closed = False
+
+    def _connection(self) -> sa.Connection:
+        conn: sa.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self.store.engine.connect()
+            driver = conn.connection.driver_connection
+            assert driver is not None
+            driver.execute("PRAGMA query_only=1")
+            with self._lock:
+                if self._closed:
+                    conn.close()
+                    raise StoreError("the store is closed")
+                self._conns.add(conn)
+            self._local.conn = conn
+        return conn
+
+    def _drop_connection(self) -> None:
+        conn: sa.Connection | None = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            with self._lock:
+                self._conns.discard(conn)
+            with contextlib.suppress(Exception):
+                conn.invalidate()
+                conn.close()
+
+    def run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """Run the read ``fn(tx, *args)`` on this thread's connection."""
+        for attempt in range(1, self.ATTEMPTS + 1):
+            conn = self._connection()
+            driver = conn.connection.driver_connection
+            assert driver is not None
+            try:
+                driver.execute("BEGIN DEFERRED")
+                try:
+                    tx = StoreTx(conn, postgres=False, read_only=True)
+                    result = fn(tx, *args)
+                finally:
+                    driver.rollback()  # ends the read, releasing its snapshot
+            except sqlite3.OperationalError as err:
+                text = str(err).lower()
+                if ("locked" in text or "busy" in text) and attempt < self.ATTEMPTS:
+                    log.debug("read found the database busy (%s); reading again", err)
+                    time.sleep(0.01 * attempt)
+                    continue
+                if not ("locked" in text or "busy" in text or "readonly" in text):
+                    self._drop_connection()  # e.g. an I/O error: open a fresh one next time
+                raise self.store._translate(err) from err
+            except sqlite3.Error as err:
+                raise self.store._translate(err) from err
+            return result
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        """Wait for the reads under way, then close the connections."""
+        with self._lock:
+            self._closed = True
+        self.executor.shutdown(wait=True)
+        with self._lock:
+            conns, self._conns = list(self._conns), set()
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
 @contextlib.contextmanager
 def _immediate(conn: sa.Connection) -> Iterator[None]:
     """A write transaction straight on the sqlite3 connection the writer owns.
@@ -286,6 +433,35 @@ def _immediate(conn: sa.Connection) -> Iterator[None]:
         driver.rollback()
         raise
     driver.commit()
+
+
+def _pg_read_only(conn: sa.Connection) -> tuple[Any, Any, Any]:
+    """Make the next transaction of a pooled PostgreSQL connection a read: psycopg then
+    opens it with ``BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY``, still one statement
+    (one snapshot for the whole read; the server refuses writes). Returns what to restore.
+
+    Set on the driver directly: SQLAlchemy's execution options would do the same at several
+    times the cost, in Python, on every read.
+    """
+    import psycopg
+
+    driver = conn.connection.driver_connection
+    saved = (driver, driver.isolation_level, driver.read_only)  # type: ignore[union-attr]
+    driver.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # type: ignore[union-attr]
+    driver.read_only = True  # type: ignore[union-attr]
+    return saved
+
+
+def _pg_restore(conn: sa.Connection, saved: tuple[Any, Any, Any]) -> None:
+    """Give the connection back its isolation level and access mode (the transaction is
+    over); a connection that cannot take them is not returned to the pool."""
+    driver, isolation_level, read_only = saved
+    try:
+        driver.isolation_level = isolation_level
+        driver.read_only = read_only
+    except Exception:
+        with contextlib.suppress(Exception):
+            conn.invalidate()
 
 
 def _is_driver_error(err: BaseException) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from ..exceptions import SchemaVersionError
+from .dialects import READ_ONLY_OPTION
 from .schema import SCHEMA_VERSION
 
 
@@ -248,7 +249,9 @@ def migrate(engine: sa.Engine, *, url_for_errors: str = "") -> int:
     dialect = engine.dialect.name
     if dialect not in _SPELLING:
         raise SchemaVersionError(f"unsupported database dialect {dialect!r}")
-    with engine.begin() as conn:
+    # A read first: a process opening an up-to-date database (every process but the first)
+    # takes no write lock, so it does not wait for another process's writer.
+    with engine.connect().execution_options(**{READ_ONLY_OPTION: True}) as conn, conn.begin():
         found = current_version(conn)
     if found > SCHEMA_VERSION:
         raise SchemaVersionError(

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 
 from .._json import loads as json_loads
+from ..exceptions import StoreError
 from .queries import (
     _EXEC_COLS,
     _N_EXEC_COLS,
@@ -107,7 +108,9 @@ def _column_properties() -> None:
     # Reading ``row.run_id`` through __getattr__ first fails the normal lookup: the
     # columns of the schema get C-level getters instead (the hot path reads ~100 per run).
     # A schema column the query did not select raises IndexError (not AttributeError), so
-    # rows are read for the columns their query names, never probed with getattr/hasattr.
+    # rows are read for the columns their query names, never probed with getattr/hasattr:
+    # column() is the probe that works on every row type. (A getter turning IndexError into
+    # AttributeError would add a Python call to each of the ~80 reads a workflow makes.)
     from .schema import metadata
 
     names = {c.name for table in metadata.tables.values() for c in table.columns}
@@ -119,8 +122,24 @@ def _column_properties() -> None:
 _column_properties()
 
 
+def column(row: Row, name: str, default: Any = None) -> Any:
+    """``row.<name>``, or ``default`` when the row has no such column, on every row type
+    the store hands out (:class:`SqliteRow`, psycopg's named tuples) and on the plain
+    objects the service builds for new runs. ``getattr(row, name, default)`` is not that:
+    a :class:`SqliteRow` raises IndexError for a schema column its query did not select.
+    """
+    try:
+        return getattr(row, name)
+    except (AttributeError, IndexError):
+        return default
+
+
 class StoreTx:
     """One open transaction. Methods run SQL on it; wake-up channels are collected.
+
+    A read-only one (``read_only``, from ``Store.read``) sees one snapshot of what was
+    committed: its history reads find no rows written behind, since none can be pending
+    outside the writer's own transaction.
 
     Statements go straight to the driver's cursor (inside the SQLAlchemy-managed
     transaction): the statements are fixed, so SQLAlchemy's per-call result machinery
@@ -133,9 +152,14 @@ class StoreTx:
         *,
         postgres: bool,
         pending_events: list[dict[str, Any]] | None = None,
+        read_only: bool = False,
     ) -> None:
         self.conn = conn
         self.postgres = postgres
+        #: A read (``Store.read``): the database refuses writes (``query_only`` on SQLite,
+        #: ``READ ONLY`` on PostgreSQL), and so does this object for history rows and
+        #: wake-ups, which it would otherwise only collect.
+        self.read_only = read_only
         #: History rows written behind: inserted by :meth:`write_pending_events` (before
         #: any read of history, and before commit), so the changes of one SQLite commit
         #: insert their events with one statement. Changes batched together share it.
@@ -181,6 +205,8 @@ class StoreTx:
     def wake(self, channel: str, message: Any = None) -> None:
         """Ask for ``channel`` to be notified after commit (in every process). A
         ``message`` reaches waiters of this process only (see ``Notifier.message``)."""
+        if self.read_only:
+            raise StoreError(f"a read-only transaction cannot wake {channel!r}")
         self.wakeups.add(channel)
         if message is not None:
             self.messages[channel] = message
@@ -298,6 +324,8 @@ class StoreTx:
     def insert_events(self, run_id: str, events: Sequence[tuple[int, float, str, str]]) -> None:
         """Append events ``(event_id, event_time, event_type, attributes_json)`` (written
         behind: see ``pending_events``; the store writes them before commit)."""
+        if self.read_only:
+            raise StoreError("a read-only transaction cannot append history events")
         self.pending_events += [
             {"run_id": run_id, "event_id": i, "event_time": t, "event_type": k, "attributes": a}
             for i, t, k, a in events

@@ -3,8 +3,10 @@
 Workflow code never runs on the worker's event loop: a call that blocks (``time.sleep``,
 a socket read) must not stop the worker's polling, its activities' heartbeats or its other
 workflows. Activations queue for one long-lived thread per worker, which runs them back to
-back and hands their results to the event loop in groups, so a busy worker pays one
-thread hand-over per group rather than per activation.
+back and hands each result to the event loop as soon as it is ready: a short activation
+queued behind slow ones is not held back until they finish. Results that finish while the
+loop has not yet taken the previous ones join them, so a busy worker pays one thread
+hand-over (one ``call_soon_threadsafe``) per batch the loop takes, not per activation.
 
 An activation still running after the deadlock timeout is reported at once as
 :class:`DeadlockDetected`, with where its code is and its stack. Its thread is abandoned
@@ -29,10 +31,6 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 log = logging.getLogger("engine.worker")
-
-#: Results handed to the event loop at most this many at a time, so it can go on with
-#: the first ones while the thread runs the rest.
-_DELIVER_EVERY = 8
 
 
 class DeadlockDetected(Exception):
@@ -62,6 +60,10 @@ class _Job:
         self.started: float | None = None
 
 
+#: A finished activation: its job, its result and how long it ran, or its error.
+_Done = tuple[_Job, Any, BaseException | None]
+
+
 class ActivationThread:
     """One thread that runs a worker's workflow activations, one after another."""
 
@@ -73,8 +75,9 @@ class ActivationThread:
         self._thread: threading.Thread | None = None
         self._generation = 0  # bumped when the running thread is abandoned
         self._current: _Job | None = None
-        #: Finished activations not yet handed to their event loops.
-        self._done: list[tuple[_Job, Any, BaseException | None]] = []
+        #: Finished activations their event loops have not taken yet. A loop is a key
+        #: exactly while a hand-over to it is scheduled: what finishes meanwhile joins it.
+        self._done: dict[asyncio.AbstractEventLoop, list[_Done]] = {}
         self._idle = False
         self._stopped = False
         #: Threads given up on because their code never yielded (still running it).
@@ -155,10 +158,8 @@ class ActivationThread:
             self._current = None
             self.abandoned += 1
             self._thread = None
-            finished, self._done = self._done, []
             if self._queue and not self._stopped:
                 self._start_thread()
-        _deliver(finished)  # what the abandoned thread finished before
         if self.abandoned in (1, 10, 100):
             log.warning(
                 "%d workflow-code thread(s) given up on so far (code that never yielded, "
@@ -179,7 +180,6 @@ class ActivationThread:
 
     def _main(self, generation: int) -> None:
         while True:
-            handed: list[tuple[_Job, Any, BaseException | None]] | None = None
             with self._cond:
                 if generation != self._generation:
                     return
@@ -187,17 +187,12 @@ class ActivationThread:
                     job = self._queue.popleft()
                     self._current = job
                     job.started = began = time.monotonic()
-                elif self._done:
-                    handed, self._done = self._done, []
                 else:
                     if self._stopped:
                         return
                     self._idle = True
                     self._cond.wait()
                     continue
-            if handed is not None:
-                _deliver(handed)
-                continue
             result: Any = None
             error: BaseException | None = None
             try:
@@ -208,30 +203,32 @@ class ActivationThread:
                 if generation != self._generation:
                     return  # given up on while it ran: its caller has its answer
                 self._current = None
-                self._done.append((job, result, error))
-                if len(self._done) >= _DELIVER_EVERY:
-                    handed, self._done = self._done, []
-            if handed is not None:
-                _deliver(handed)
+                batch = self._done.get(job.loop)
+                if batch is not None:
+                    batch.append((job, result, error))  # a hand-over is on its way
+                    continue
+                self._done[job.loop] = [(job, result, error)]
+            self._hand_over(job.loop)
 
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Schedule ``loop`` to take its finished activations (from the thread)."""
+        try:
+            loop.call_soon_threadsafe(self._take, loop)
+        except RuntimeError:  # the loop is closed: nobody waits for these any more
+            with self._cond:
+                self._done.pop(loop, None)
 
-def _deliver(done: list[tuple[_Job, Any, BaseException | None]]) -> None:
-    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, Any, BaseException | None]]] = {}
-    for item in done:
-        by_loop.setdefault(item[0].loop, []).append(item)
-    for loop, items in by_loop.items():
-        if not loop.is_closed():
-            loop.call_soon_threadsafe(_settle, items)
-
-
-def _settle(items: list[tuple[_Job, Any, BaseException | None]]) -> None:
-    for job, result, error in items:
-        if job.fut.done():
-            continue
-        if error is not None:
-            job.fut.set_exception(error)
-        else:
-            job.fut.set_result(result)
+    def _take(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Settle the futures of ``loop``'s finished activations (on ``loop``)."""
+        with self._cond:
+            items = self._done.pop(loop, ())
+        for job, result, error in items:
+            if job.fut.done():
+                continue
+            if error is not None:
+                job.fut.set_exception(error)
+            else:
+                job.fut.set_result(result)
 
 
 def _cancel(fut: asyncio.Future[Any]) -> None:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .. import activity as activity_api
-from .._replay.definitions import ActivityDefinition
+from .._model.definitions import ActivityDefinition
 from .._service.activities import ActivityNotFoundError
 from .._service.service import Service
 from .._service.state import activity_channel

@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._replay import commands as cmd
-from .._replay.definitions import WorkflowDefinition
+from .._model import commands as cmd
+from .._model.definitions import WorkflowDefinition
+from .._model.events import HistoryEvent
 from .._replay.driver import CacheMismatchError, HistoryDriver
-from .._replay.events import HistoryEvent
 from .._replay.handlers import WorkflowTaskError
 from .._replay.instance import WorkflowInstance
 from .._replay.replayer import answer_query

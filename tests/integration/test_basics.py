@@ -51,7 +51,7 @@ def _sample(name: str) -> list[dict]:
 
 
 def _sample_types(name: str) -> list[str]:
-    from engine._replay.events import short_name
+    from engine._model.events import short_name
 
     return [short_name(e["eventType"]) for e in _sample(name)]
 
@@ -67,7 +67,7 @@ async def test_one_activity_matches_temporal_history(client: Client, task_queue:
     # Attribute names of the activity events are Temporal's.
     ours = {e.event_type: e.attributes for e in history.events}
     theirs = {}
-    from engine._replay.events import attributes_key, short_name
+    from engine._model.events import attributes_key, short_name
 
     for raw in _sample("temporal_history_hello_activity.json"):
         kind = short_name(raw["eventType"])

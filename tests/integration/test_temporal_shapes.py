@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from engine import Worker, WorkflowFailureError
-from engine._replay.events import short_name
+from engine._model.events import short_name
 from engine.testing import WorkflowEnvironment
 
 from ..conftest import TEMPORAL_DATA

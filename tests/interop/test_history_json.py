@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from engine import WorkflowHistory
-from engine._replay.events import HistoryEvent, short_name
+from engine._model.events import HistoryEvent, short_name
 
 from ..conftest import TEMPORAL_DATA
 

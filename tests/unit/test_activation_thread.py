@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -140,4 +141,58 @@ async def test_stuck_code_whose_caller_gave_up_does_not_hold_up_the_queue() -> N
         assert runner.abandoned == 1 and not gate.is_set()
     finally:
         gate.set()
+        runner.stop()
+
+
+async def test_each_result_comes_back_when_it_is_ready_not_behind_slower_ones() -> None:
+    # A short activation queued between two slow ones: its result (and the first slow
+    # one's) is on the event loop while the second slow one still runs.
+    runner = ActivationThread(60.0)
+    first_gate, second_gate = threading.Event(), threading.Event()
+    try:
+        slow_first = asyncio.ensure_future(runner.run(first_gate.wait, 30))
+        short = asyncio.ensure_future(runner.run(lambda: "short"))
+        slow_second = asyncio.ensure_future(runner.run(second_gate.wait, 30))
+        await asyncio.sleep(0)  # all three queued
+        first_gate.set()
+        # The timeout only bounds a failing run: nothing here waits on the clock.
+        assert (await asyncio.wait_for(short, 20))[0] == "short"
+        assert slow_first.done() and (await slow_first)[0] is True
+        assert not second_gate.is_set() and not slow_second.done()
+        second_gate.set()
+        assert (await slow_second)[0] is True
+    finally:
+        first_gate.set()
+        second_gate.set()
+        runner.stop()
+
+
+async def test_results_that_finish_before_the_loop_takes_them_come_in_one_hand_over() -> None:
+    # While the event loop is busy, what the thread finishes joins the hand-over already
+    # scheduled: one call_soon_threadsafe for the batch, not one per activation.
+    runner = ActivationThread(60.0)
+    loop = asyncio.get_running_loop()
+    all_ran = threading.Event()
+    hand_overs = 0
+    plain = loop.call_soon_threadsafe
+
+    def counting(callback: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal hand_overs
+        if callback == runner._take:
+            hand_overs += 1
+        return plain(callback, *args, **kwargs)
+
+    loop.call_soon_threadsafe = counting  # type: ignore[method-assign,assignment]
+    try:
+        jobs = [asyncio.ensure_future(runner.run(lambda i=i: i)) for i in range(5)]
+        jobs.append(asyncio.ensure_future(runner.run(all_ran.set)))
+        await asyncio.sleep(0)  # all six queued
+        assert all_ran.wait(20)  # blocks the event loop until the thread ran them all
+        assert [r for r, _ in await asyncio.gather(*jobs)] == [0, 1, 2, 3, 4, None]
+        assert hand_overs == 1
+        # Once taken, the next result gets a hand-over of its own.
+        assert (await runner.run(lambda: "next"))[0] == "next"
+        assert hand_overs == 2
+    finally:
+        del loop.call_soon_threadsafe
         runner.stop()

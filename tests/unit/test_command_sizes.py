@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine import DataConverter
-from engine._replay import commands as cmd
+from engine._model import commands as cmd
 from engine._worker.workflows import _check_command_sizes, _json_payload_size
 from engine.converter import Payload
 from engine.exceptions import PayloadSizeError

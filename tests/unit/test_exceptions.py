@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import builtins
+import importlib
+import inspect
+import pkgutil
+import re
 from datetime import timedelta
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
+import engine
 import engine.exceptions as exc_module
 from engine.exceptions import (
     ActivityError,
@@ -98,6 +106,119 @@ def test_every_public_name_documented() -> None:
     assert exc_module.__doc__ and "DurableError" in exc_module.__doc__
     for name in exc_module.__all__:
         assert getattr(exc_module, name).__doc__, name
+
+
+def _drawn_tree() -> dict[str, str | None]:
+    """The exception tree in the module docstring: each class name -> its drawn parent."""
+    doc = exc_module.__doc__ or ""
+    block = doc.split("```")[1]
+    parents: dict[str, str | None] = {}
+    path: list[str] = []  # the names on the way down to the current line
+    for line in block.strip("\n").splitlines():
+        if not path:
+            name = line.split()[0]
+            parents[name] = None
+            path = [name]
+            continue
+        drawn = re.match(r"((?:[│ ]   )*)[├└]── (\w+)", line)
+        if drawn is None:
+            assert re.fullmatch(r"[│ ]*\s.*", line), f"not part of the tree: {line!r}"
+            continue  # a description's second line
+        depth = len(drawn.group(1)) // 4 + 1
+        name = drawn.group(2)
+        del path[depth:]
+        parents[name] = path[-1]
+        path.append(name)
+    return parents
+
+
+def _modules_a_caller_meets() -> list[ModuleType]:
+    """``engine``, its public modules, and the store's modules (whose errors reach callers
+    through the client)."""
+    store = importlib.import_module("engine._store")
+    names = ["engine", "engine._store"]
+    names += [f"engine.{m.name}" for m in pkgutil.iter_modules(engine.__path__)]
+    names += [f"engine._store.{m.name}" for m in pkgutil.iter_modules(store.__path__)]
+    return [
+        importlib.import_module(name)
+        for name in names
+        if not name.startswith("engine._") or name.startswith("engine._store")
+    ]
+
+
+def _raised_names(module: ModuleType) -> set[str]:
+    """The names ``raise X`` and ``raise X(...)`` statements of the module's source use."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(Path(module.__file__ or "").read_text())):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(target, ast.Name):
+                names.add(target.id)
+    return names
+
+
+def _public_exception_classes() -> dict[str, type[BaseException]]:
+    """The engine's exception classes a caller can meet, by where: what those modules
+    export (``__all__``), define, or raise. Private names (``_NotInWorkflowError``) are
+    left out: callers catch those as their builtin base."""
+    found: dict[str, type[BaseException]] = {}
+    for module in _modules_a_caller_meets():
+        names = set(getattr(module, "__all__", ())) | _raised_names(module)
+        names |= {
+            n for n, v in vars(module).items() if getattr(v, "__module__", "") == module.__name__
+        }
+        for name in names:
+            value = getattr(module, name, None)
+            if (
+                not name.startswith("_")
+                and inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__.startswith("engine")
+            ):
+                found[f"{module.__name__}.{name}"] = value
+    return found
+
+
+#: Public exception classes that are not part of the tree, and why.
+_OUTSIDE_THE_TREE = {
+    # Control flow, a BaseException so workflow code cannot swallow it (as temporalio's).
+    "engine.workflow.ContinueAsNewError",
+    # The CLI's usage errors: main() prints them and exits 2; they never reach a caller.
+    "engine.cli.CommandError",
+}
+
+
+def test_every_exception_class_is_exported_and_drawn_under_its_base() -> None:
+    defined = {
+        name: value
+        for name, value in vars(exc_module).items()
+        if inspect.isclass(value)
+        and issubclass(value, BaseException)
+        and value.__module__ == exc_module.__name__
+        and value.__name__ == name  # not the TemporalError alias
+    }
+    assert "DurableError" in defined and len(defined) > 20
+    tree = _drawn_tree()
+    for name, cls in defined.items():
+        assert name in exc_module.__all__, f"{name} is missing from __all__"
+        assert name in tree, f"{name} is missing from the docstring's tree"
+        parent = tree[name]
+        if parent is None:
+            assert cls is DurableError
+        else:
+            assert defined[parent] in cls.__bases__, f"{name} is drawn under {parent}"
+    assert set(tree) == set(defined), "the tree draws a class that does not exist"
+
+
+def test_every_public_exception_of_the_engine_is_in_the_tree() -> None:
+    found = _public_exception_classes()
+    assert "engine.client.WorkflowUpdateFailedError" in found  # the scan sees re-exports
+    for where, cls in found.items():
+        if where in _OUTSIDE_THE_TREE:
+            continue
+        assert cls.__module__ == exc_module.__name__, f"{where} is not in engine.exceptions"
+        assert cls.__name__ in exc_module.__all__, where
+    assert set(found) >= _OUTSIDE_THE_TREE, "an exception listed as outside no longer exists"
 
 
 def test_application_error_str_and_fields() -> None:

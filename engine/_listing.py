@@ -1,0 +1,160 @@
+"""Listing runs: ``WorkflowExecution`` rows, ``describe()``'s description, and the paged
+iterator that ``Client.list_workflows()`` returns (re-exported by ``engine.client``)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from .common import WorkflowExecutionStatus
+from .exceptions import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = ["WorkflowExecution", "WorkflowExecutionAsyncIterator", "WorkflowExecutionDescription"]
+
+
+class WorkflowExecutionAsyncIterator:
+    """What ``Client.list_workflows()`` returns: runs newest first, a page at a time.
+
+    Pages follow one another by position (start time, then run id), so runs started while
+    a listing is paged through do not shift the later pages.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        query: str | None,
+        limit: int | None,
+        page_size: int,
+        next_page_token: bytes | None,
+    ) -> None:
+        if limit is not None and limit < 0:
+            raise InvalidArgumentError(f"limit must be 0 or more (None: no limit), not {limit}")
+        if page_size < 1:
+            raise InvalidArgumentError(f"page_size must be at least 1, not {page_size}")
+        self._client = client
+        self._query = query
+        self._limit = limit
+        self._page_size = page_size
+        self._position = _decode_page_token(next_page_token)
+        self._fetched = 0
+        self._started = False
+        #: The runs of the page fetched last (``None`` before the first fetch).
+        self.current_page: list[WorkflowExecution] | None = None
+        #: The index of the next item of :attr:`current_page` that iteration yields.
+        self.current_page_index = 0
+        #: Where the next page starts; ``None`` once the last page has been fetched.
+        self.next_page_token: bytes | None = next_page_token
+
+    async def fetch_next_page(self, *, page_size: int | None = None) -> None:
+        """Fetch the next page into :attr:`current_page` and move :attr:`next_page_token`."""
+        size = page_size or self._page_size
+        if self._limit is not None:
+            size = min(size, self._limit - self._fetched)
+        if (self._started and self.next_page_token is None) or size <= 0:
+            self.current_page, self.current_page_index, self.next_page_token = [], 0, None
+            return
+        self._started = True
+        client = self._client
+        rows = await client.service.list_runs(
+            client.namespace, size + 1, self._query, before=self._position
+        )
+        more = len(rows) > size
+        rows = rows[:size]
+        self.current_page = [WorkflowExecution.from_row(r) for r in rows]
+        self.current_page_index = 0
+        self._fetched += len(rows)
+        if more and rows and (self._limit is None or self._fetched < self._limit):
+            self._position = (float(rows[-1].start_time), str(rows[-1].run_id))
+            self.next_page_token = _encode_page_token(self._position)
+        else:
+            self.next_page_token = None
+
+    def __aiter__(self) -> WorkflowExecutionAsyncIterator:
+        return self
+
+    async def __anext__(self) -> WorkflowExecution:
+        page = self.current_page
+        if page is None or self.current_page_index >= len(page):
+            if page is not None and self.next_page_token is None:
+                raise StopAsyncIteration
+            await self.fetch_next_page()
+            page = self.current_page
+            if not page:
+                raise StopAsyncIteration
+        item = page[self.current_page_index]
+        self.current_page_index += 1
+        return item
+
+
+def _encode_page_token(position: tuple[float, str]) -> bytes:
+    text = json.dumps({"v": 1, "start": position[0], "run": position[1]})
+    return base64.urlsafe_b64encode(text.encode())
+
+
+def _decode_page_token(token: bytes | None) -> tuple[float, str] | None:
+    if token is None:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token))
+        start, run = float(data["start"]), data["run"]
+        if not math.isfinite(start) or not isinstance(run, str):
+            raise ValueError("not a position")
+        return start, run
+    except (ValueError, TypeError, KeyError, OverflowError) as err:
+        raise InvalidArgumentError(
+            f"next_page_token {token[:40]!r} is not a token this engine handed out: pass "
+            "the next_page_token of an earlier page unchanged (or None for the first page)"
+        ) from err
+
+
+def _dt(epoch: float | None) -> datetime | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
+
+
+@dataclass
+class WorkflowExecution:
+    """A run as listed: ids, type, status and times."""
+
+    id: str
+    run_id: str
+    workflow_type: str
+    task_queue: str
+    status: WorkflowExecutionStatus
+    start_time: datetime
+    close_time: datetime | None
+    history_length: int
+    namespace: str
+
+    @staticmethod
+    def from_row(row: Any) -> WorkflowExecution:
+        """Build from a store row."""
+        return WorkflowExecution(
+            id=row.workflow_id,
+            run_id=row.run_id,
+            workflow_type=row.workflow_type,
+            task_queue=row.task_queue,
+            status=WorkflowExecutionStatus(row.status),
+            start_time=datetime.fromtimestamp(row.start_time, UTC),
+            close_time=_dt(row.close_time),
+            history_length=row.next_event_id - 1,
+            namespace=row.namespace,
+        )
+
+
+@dataclass
+class WorkflowExecutionDescription(WorkflowExecution):
+    """``describe()``: a run plus its pending activities, timers and workflow task."""
+
+    pending_activities: list[dict[str, Any]] = field(default_factory=list)
+    pending_timers: list[dict[str, Any]] = field(default_factory=list)
+    pending_workflow_task: dict[str, Any] | None = None
+    history_size_bytes: int = 0
+    first_execution_run_id: str = ""
+    continued_as_new_run_id: str | None = None

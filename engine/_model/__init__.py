@@ -1,0 +1,1 @@
+"""The shared vocabulary: history events, commands, workflow and activity definitions."""
