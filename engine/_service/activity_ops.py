@@ -148,8 +148,11 @@ class ActivityOps:
     async def skip_to_next_timer(self) -> bool:
         """Time skipping: if no task is ready or running, move the clock to the next timer.
 
-        The check and the jump happen inside one transaction (on SQLite it holds the write
-        lock), so a timer or task committed meanwhile cannot be jumped over.
+        The check happens inside one transaction (on SQLite it holds the write lock) and
+        the jump right after its commit, before the writer's next transaction, so a timer
+        or task committed meanwhile by this process cannot be jumped over. The jump is an
+        after-commit effect, not done inside the transaction: a transaction function may
+        run twice, and a second run would jump again, past the next timer.
         """
 
         def fn(tx: StoreTx) -> bool:
@@ -162,7 +165,8 @@ class ActivityOps:
             next_at = tx.next_timer_at()
             if next_at is None or next_at <= now:
                 return False
-            self.clock.advance_to(next_at)  # type: ignore[attr-defined]
+            clock = self.clock
+            tx.after_commit(lambda: clock.advance_to(next_at))  # type: ignore[attr-defined]
             return True
 
         return await self.store.transaction(fn)

@@ -14,6 +14,14 @@ Two kinds of transaction, each a function of a :class:`~engine._store.tx.StoreTx
 
 On PostgreSQL both run on a small pool of connections; a read is a ``READ ONLY``
 transaction at ``REPEATABLE READ`` (one snapshot). Database errors are translated here.
+
+**Transaction functions are pure.** A function handed to :meth:`Store.transaction` may run
+more than once: a SQLite batch in which one change fails is rolled back and run again change
+by change, and PostgreSQL runs a transaction again after a serialization failure, a deadlock
+or a lost connection. So it reads and writes the database and changes nothing else; what
+must change elsewhere once it has committed is asked for with ``tx.wake(...)`` (wake-ups)
+or ``tx.after_commit(effect)`` (anything else, e.g. the in-process clock), which run only
+after the commit, once.
 """
 
 from __future__ import annotations
@@ -178,6 +186,7 @@ class Store:
                 if saved is not None:
                     _pg_restore(conn, saved)
                 conn.close()
+            _run_effects(tx.after)
             self.notifier.notify_many(tx.wakeups, tx.messages)
             return result
         raise AssertionError("unreachable")
@@ -286,6 +295,7 @@ class _BatchingWriter:
             results: list[Any] = []
             wakeups: set[str] = set()
             messages: dict[str, Any] = {}
+            effects: list[Callable[[], None]] = []
             # The changes' history rows, inserted together (reads of history first insert
             # what is pending, so each change sees what the ones before it wrote).
             pending: list[dict[str, Any]] = []
@@ -298,10 +308,12 @@ class _BatchingWriter:
                         results.append(fn(tx, *args))
                         wakeups |= tx.wakeups
                         messages.update(tx.messages)
+                        effects += tx.after
                     tx.write_pending_events()
             except Exception:
                 pass  # run them one by one below, to find the failing one
             else:
+                _run_effects(effects)
                 self.store.notifier.notify_many(wakeups, messages)
                 _deliver_all(
                     [
@@ -322,6 +334,7 @@ class _BatchingWriter:
             except BaseException as err:  # delivered to the caller, who raises it
                 _deliver(loop, fut, None, err)
             else:
+                _run_effects(tx.after)
                 self.store.notifier.notify_many(tx.wakeups, tx.messages)
                 _deliver(loop, fut, result, None)
 
@@ -415,6 +428,16 @@ class _SqliteReaders:
         for conn in conns:
             with contextlib.suppress(Exception):
                 conn.close()
+
+
+def _run_effects(effects: list[Callable[[], None]]) -> None:
+    """The after-commit effects of committed transactions, in order; one that fails is
+    logged (the change it follows is committed: nothing can undo it)."""
+    for effect in effects:
+        try:
+            effect()
+        except Exception:
+            log.exception("an after-commit effect failed: %r", effect)
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any, Protocol
 
@@ -170,6 +170,9 @@ class StoreTx:
         self.wakeups: set[str] = set()
         #: What some of those notifications carry to waiters in this process.
         self.messages: dict[str, Any] = {}
+        #: Effects to carry out once this transaction has committed (see
+        #: :meth:`after_commit`).
+        self.after: list[Callable[[], None]] = []
         driver = conn.connection.driver_connection
         if postgres:
             from psycopg.rows import namedtuple_row
@@ -210,6 +213,20 @@ class StoreTx:
         self.wakeups.add(channel)
         if message is not None:
             self.messages[channel] = message
+
+    def after_commit(self, effect: Callable[[], None]) -> None:
+        """Carry out ``effect()`` once this transaction has committed, and only then.
+
+        A transaction function may run more than once (a SQLite batch that failed is run
+        again change by change; PostgreSQL retries serialization failures), so it must not
+        change anything outside the database itself: what it must change elsewhere (the
+        in-process clock, say) goes here. Effects run on the store's thread right after the
+        commit, before the callers hear of it and before the next transaction of the
+        SQLite writer; one that raises is logged and does not undo the commit.
+        """
+        if self.read_only:
+            raise StoreError("a read-only transaction has no commit to run effects after")
+        self.after.append(effect)
 
     # -- namespaces -------------------------------------------------------------------
 
