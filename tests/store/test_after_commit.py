@@ -3,11 +3,8 @@ commit (``tx.after_commit``), once, even when a SQLite batch runs them again."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,26 +12,7 @@ from engine import Client, SkippingClock
 from engine._store.tx import StoreTx
 from engine.exceptions import StoreError
 
-
-async def _one_batch(client: Client, coros: list[Any]) -> list[Any]:
-    """Run the store calls of ``coros`` as one SQLite group commit: queued while the
-    writer is held busy (as in test_write_behind)."""
-    store = client.store
-    assert store._writer is not None
-    hold, holding = threading.Event(), threading.Event()
-
-    def block(tx: StoreTx) -> None:
-        holding.set()
-        hold.wait(10)
-
-    blocker = asyncio.ensure_future(store.transaction(block))
-    while not holding.is_set():
-        await asyncio.sleep(0.001)
-    jobs = [asyncio.ensure_future(c) for c in coros]
-    await asyncio.sleep(0.05)  # all of them are queued behind the blocker
-    hold.set()
-    await blocker
-    return await asyncio.gather(*jobs, return_exceptions=True)
+from .batching import one_batch
 
 
 def _fail(tx: StoreTx) -> None:
@@ -85,7 +63,7 @@ async def test_an_effect_runs_once_when_its_batch_is_run_again(tmp_path: Path) -
             runs.append(1)
             tx.after_commit(lambda: effects.append(1))
 
-        results = await _one_batch(
+        results = await one_batch(
             client, [client.store.transaction(change), client.store.transaction(_fail)]
         )
         assert results[0] is None and isinstance(results[1], ValueError)
@@ -114,7 +92,7 @@ async def test_time_skipping_jumps_to_the_next_timer_once_in_a_batch_run_again(
 
         await client.store.transaction(timers)
         with clock.waiting_for_result():  # time may skip only while a result is awaited
-            results = await _one_batch(
+            results = await one_batch(
                 client,
                 [client.service.skip_to_next_timer(), client.store.transaction(_fail)],
             )

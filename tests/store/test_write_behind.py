@@ -3,8 +3,6 @@ written before it, and a failing change leaves nothing, alone or in a SQLite gro
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import uuid
 from pathlib import Path
 
@@ -13,6 +11,8 @@ import pytest
 from engine import Client
 from engine._store.tx import StoreTx
 from engine.exceptions import StoreError
+
+from .batching import one_batch
 
 
 def _events(n: int, first: int = 1) -> list[tuple[int, float, str, str]]:
@@ -56,22 +56,7 @@ async def test_a_failing_change_writes_none_of_its_events(client: Client) -> Non
 
 async def _one_batch(client: Client, fns: list) -> list:
     """Run ``fns`` as one SQLite group commit: queued while the writer is held busy."""
-    store = client.store
-    assert store._writer is not None
-    hold, holding = threading.Event(), threading.Event()
-
-    def block(tx: StoreTx) -> None:
-        holding.set()
-        hold.wait(10)
-
-    blocker = asyncio.ensure_future(store.transaction(block))
-    while not holding.is_set():
-        await asyncio.sleep(0.001)
-    jobs = [asyncio.ensure_future(store.transaction(fn)) for fn in fns]
-    await asyncio.sleep(0.05)  # all of them are queued behind the blocker
-    hold.set()
-    await blocker
-    return await asyncio.gather(*jobs, return_exceptions=True)
+    return await one_batch(client, [client.store.transaction(fn) for fn in fns])
 
 
 async def test_one_sqlite_commit_writes_behind_and_isolates_a_failure(tmp_path: Path) -> None:
