@@ -18,7 +18,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 import urllib.request
@@ -29,33 +28,12 @@ from typing import Any
 
 import pytest
 
-from .chromium import ARTIFACTS, free_port, launch, require_chromium
+from .chromium import ARTIFACTS, launch, require_chromium
+from .jupyterlab_server import MARK_PAGE_ERRORS, start_jupyterlab, wait_until_up
 
 TOKEN = "jupyterlab-browser-test-token"
 NOTEBOOK = "durable-lab.ipynb"
 TIMEOUT_MS = 30_000  # the longest wait for any one thing to appear in the page
-
-# JupyterLab user settings for the test (an isolated settings dir): no news or update
-# toasts over the screenshots, and every cell kept in the DOM (no windowing).
-LAB_SETTINGS = {
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "fetchNews": "false",
-        "checkForUpdates": False,
-    },
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-}
-
-# Marks the page when a script error happens (e.g. a widget's render() throws), so that
-# waiting for a widget ends at once instead of at the timeout.
-MARK_PAGE_ERRORS = """
-(() => {
-  const mark = (what) => {
-    document.documentElement.dataset.pageError = String(what).slice(0, 500);
-  };
-  window.addEventListener("error", (e) => mark(e.message));
-  window.addEventListener("unhandledrejection", (e) => mark(e.reason));
-})();
-"""
 
 
 def _cells(root: Path) -> list[str]:
@@ -263,55 +241,14 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
     require_chromium()
     root = tmp_path / "root"
     root.mkdir()
-    settings = tmp_path / "lab-settings"
-    for name, value in LAB_SETTINGS.items():
-        target = settings / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(value))
-    port = free_port()
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
-        "JUPYTERLAB_SETTINGS_DIR": str(settings),
-        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
-    }
-    # No URL: the server extension picks its default under root_dir and hands it to kernels.
-    env.pop("DURABLE_DATABASE_URL", None)
     log_path = tmp_path / "lab.log"
     log = log_path.open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={root}",
-            # An editable install has no enabling JSON in sys.prefix (`make install` copies
-            # it): enable the server extension here so the test does not depend on that.
-            "--ServerApp.jpserver_extensions={'kernel_ext': True}",
-            *(["--allow-root"] if os.geteuid() == 0 else []),
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    lab = Lab(base=f"http://127.0.0.1:{port}/", root=root, log=log_path)
+    proc, base = start_jupyterlab(tmp_path, root, TOKEN, log)
+    lab = Lab(base=base, root=root, log=log_path)
     try:
-        deadline = time.monotonic() + 45
-        while True:
-            try:
-                with urllib.request.urlopen(lab.url("api/status"), timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log.flush()
-                    pytest.fail(f"jupyter lab did not start:\n{log_path.read_text()}")
-                time.sleep(0.2)
+        if not wait_until_up(proc, lab.url("api/status")):
+            log.flush()
+            pytest.fail(f"jupyter lab did not start:\n{log_path.read_text()}")
         yield lab
     finally:
         _stop(proc, lab)

@@ -32,7 +32,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -42,7 +41,8 @@ from typing import Any
 
 import pytest
 
-from .chromium import ARTIFACTS, ROOT, free_port, launch, require_chromium
+from .chromium import ARTIFACTS, ROOT, launch, require_chromium
+from .jupyterlab_server import MARK_PAGE_ERRORS, start_jupyterlab, wait_until_up
 
 NOTEBOOKS = ROOT / "notebooks"
 TOKEN = "notebooks-browser-test-token"
@@ -50,27 +50,6 @@ RUN_TIMEOUT_S = 180  # Run All, from the click to the last cell done and the ker
 TIMEOUT_MS = 30_000  # any other single wait in the page
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SCREENSHOT_MAX_HEIGHT = 30_000  # px; a taller notebook is shot from its top
-
-# JupyterLab user settings for the test (an isolated settings dir): no news or update
-# toasts over the screenshots, and every cell kept in the DOM (no windowing).
-LAB_SETTINGS = {
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "fetchNews": "false",
-        "checkForUpdates": False,
-    },
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-}
-
-# Marks the page when a script error happens (e.g. a widget's render() throws).
-MARK_PAGE_ERRORS = """
-(() => {
-  const mark = (what) => {
-    document.documentElement.dataset.pageError = String(what).slice(0, 500);
-  };
-  window.addEventListener("error", (e) => mark(e.message));
-  window.addEventListener("unhandledrejection", (e) => mark(e.reason));
-})();
-"""
 
 # The state of the run, read in the page: the code cells' prompts ("[3]:", "[*]:", "[ ]:").
 RUN_STATE = """
@@ -249,55 +228,16 @@ def _stop(lab: Lab) -> None:
 def _start_lab(tmp_path: Path) -> Lab:
     root = tmp_path / "root"
     root.mkdir()
-    settings = tmp_path / "lab-settings"
-    for name, value in LAB_SETTINGS.items():
-        target = settings / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(value))
-    port = free_port()
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
-        "JUPYTERLAB_SETTINGS_DIR": str(settings),
-        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
-    }
-    # No URL: the server's store is its default under root_dir (the temporary root). The
-    # notebooks point their kernels at databases of their own.
-    env.pop("DURABLE_DATABASE_URL", None)
     log_path = tmp_path / "lab.log"
     with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jupyterlab",
-                "--no-browser",
-                "--ip=127.0.0.1",
-                f"--port={port}",
-                f"--IdentityProvider.token={TOKEN}",
-                f"--ServerApp.root_dir={root}",
-                # An editable install has no enabling JSON in sys.prefix: enable the server
-                # extension here so that the test does not depend on `make install`.
-                "--ServerApp.jpserver_extensions={'kernel_ext': True}",
-                *(["--allow-root"] if os.geteuid() == 0 else []),
-            ],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    lab = Lab(base=f"http://127.0.0.1:{port}/", root=root, log=log_path, proc=proc)
-    deadline = time.monotonic() + 45
-    while True:
-        try:
-            with urllib.request.urlopen(lab.url("api/status"), timeout=1):
-                return lab
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                _stop(lab)
-                pytest.fail(f"jupyter lab did not start:\n{log_path.read_text()}")
-            time.sleep(0.2)
+        # The server's store is its default under root_dir (the temporary root). The
+        # notebooks point their kernels at databases of their own.
+        proc, base = start_jupyterlab(tmp_path, root, TOKEN, log)
+    lab = Lab(base=base, root=root, log=log_path, proc=proc)
+    if not wait_until_up(proc, lab.url("api/status")):
+        _stop(lab)
+        pytest.fail(f"jupyter lab did not start:\n{log_path.read_text()}")
+    return lab
 
 
 @pytest.fixture

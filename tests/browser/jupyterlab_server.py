@@ -1,0 +1,96 @@
+"""What the JupyterLab browser tests share: a ``jupyter lab`` subprocess on loopback with a
+token, isolated config and settings, and the server extension enabled; a script that marks
+the page when a script error happens."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import IO
+
+from .chromium import free_port
+
+# JupyterLab user settings for the tests (an isolated settings dir): no news or update
+# toasts over the screenshots, and every cell kept in the DOM (no windowing).
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+}
+
+# Marks the page when a script error happens (e.g. a widget's render() throws), so that
+# waiting for a widget ends at once instead of at the timeout.
+MARK_PAGE_ERRORS = """
+(() => {
+  const mark = (what) => {
+    document.documentElement.dataset.pageError = String(what).slice(0, 500);
+  };
+  window.addEventListener("error", (e) => mark(e.message));
+  window.addEventListener("unhandledrejection", (e) => mark(e.reason));
+})();
+"""
+
+
+def start_jupyterlab(
+    tmp_path: Path, root: Path, token: str, log: IO[str]
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``jupyter lab`` serving ``root``, its output to ``log``; returns the process
+    and its base URL. Config, runtime, data, settings and workspaces live under
+    ``tmp_path``; the server's store is the extension's default under ``root``."""
+    settings = tmp_path / "lab-settings"
+    for name, value in LAB_SETTINGS.items():
+        target = settings / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(value))
+    port = free_port()
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+    }
+    # No URL: the server extension picks its default under root_dir and hands it to kernels.
+    env.pop("DURABLE_DATABASE_URL", None)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            # An editable install has no enabling JSON in sys.prefix (`make install` copies
+            # it): enable the server extension here so the tests do not depend on that.
+            "--ServerApp.jpserver_extensions={'kernel_ext': True}",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    return proc, f"http://127.0.0.1:{port}/"
+
+
+def wait_until_up(proc: subprocess.Popen[bytes], status_url: str, timeout: float = 45) -> bool:
+    """Whether the server answered ``status_url`` within ``timeout`` (False once it exited
+    or the time is up)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(status_url, timeout=1):
+                return True
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
