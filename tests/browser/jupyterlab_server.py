@@ -94,3 +94,24 @@ def wait_until_up(proc: subprocess.Popen[bytes], status_url: str, timeout: float
             if proc.poll() is not None or time.monotonic() > deadline:
                 return False
             time.sleep(0.2)
+
+
+def shut_down(proc: subprocess.Popen[bytes], shutdown_url: str) -> None:
+    """Ask the server to shut down (it shuts its kernels down) and wait for it; terminate,
+    then kill it if it does not go."""
+    if proc.poll() is not None:
+        return
+    try:
+        request = urllib.request.Request(shutdown_url, method="POST", data=b"")
+        urllib.request.urlopen(request, timeout=5).close()
+    except OSError:
+        proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

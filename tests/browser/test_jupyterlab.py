@@ -20,7 +20,6 @@ import signal
 import subprocess
 import textwrap
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 import pytest
 
 from .chromium import ARTIFACTS, launch, require_chromium
-from .jupyterlab_server import MARK_PAGE_ERRORS, start_jupyterlab, wait_until_up
+from .jupyterlab_server import MARK_PAGE_ERRORS, shut_down, start_jupyterlab, wait_until_up
 
 TOKEN = "jupyterlab-browser-test-token"
 NOTEBOOK = "durable-lab.ipynb"
@@ -209,21 +208,7 @@ class Lab:
 
 def _stop(proc: subprocess.Popen[bytes], lab: Lab) -> None:
     """Shut the server down (it shuts its kernels down), then make sure nothing is left."""
-    if proc.poll() is None:
-        try:
-            request = urllib.request.Request(lab.url("api/shutdown"), method="POST", data=b"")
-            urllib.request.urlopen(request, timeout=5).close()
-        except OSError:
-            proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    shut_down(proc, lab.url("api/shutdown"))
     # Kernels run in their own process group: the one the notebook started wrote its pid.
     pid_file = lab.root / "kernel.pid"
     if pid_file.exists():

@@ -33,7 +33,6 @@ import shutil
 import signal
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +41,7 @@ from typing import Any
 import pytest
 
 from .chromium import ARTIFACTS, ROOT, launch, require_chromium
-from .jupyterlab_server import MARK_PAGE_ERRORS, start_jupyterlab, wait_until_up
+from .jupyterlab_server import MARK_PAGE_ERRORS, shut_down, start_jupyterlab, wait_until_up
 
 NOTEBOOKS = ROOT / "notebooks"
 TOKEN = "notebooks-browser-test-token"
@@ -195,20 +194,7 @@ def _stop(lab: Lab) -> None:
     proc = lab.proc
     if proc.poll() is None:
         lab.note_descendants()
-        try:
-            request = urllib.request.Request(lab.url("api/shutdown"), method="POST", data=b"")
-            urllib.request.urlopen(request, timeout=5).close()
-        except OSError:
-            proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    shut_down(proc, lab.url("api/shutdown"))
     for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
         left = [pid for pid, started in lab.descendants.items() if _still_running(pid, started)]
         if not left:
