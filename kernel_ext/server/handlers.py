@@ -27,6 +27,7 @@ from engine.exceptions import (
     WorkflowNotFoundError,
     WorkflowUpdateFailedError,
 )
+from widgets.models import HistoryModel, axis_ticks, timeline
 
 STATIC = Path(__file__).parent / "static"
 AUTH_RESOURCE = "durable"
@@ -348,6 +349,50 @@ class AttemptsHandler(DurableAPIHandler):
         self.write_json({"attempts": await handle.fetch_attempts()})
 
 
+class CompactHandler(DurableAPIHandler):
+    """``GET workflows/{id}/compact``: the compact history, one row per activity, timer,
+    child, signal, update, marker, failed workflow task and the run itself: the rows of
+    :class:`widgets.models.HistoryModel`, as the HistoryView widget gets them."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, workflow_id: str) -> None:
+        client = await self.client()
+        handle = client.get_workflow_handle(workflow_id, run_id=self.run_id_arg())
+        history = await handle.fetch_history()
+        model = HistoryModel(history.events)
+        self.write_json(
+            {
+                "workflow_id": history.workflow_id,
+                "run_id": history.run_id,
+                "event_count": len(model.events),
+                "failure_count": model.failures,
+                "closed": model.closed,
+                "rows": model.rows("compact", 0, model.count("compact")),
+            }
+        )
+
+
+class TimelineHandler(DurableAPIHandler):
+    """``GET workflows/{id}/timeline``: the lanes of :func:`widgets.models.timeline` (bars
+    and ticks, seconds since the run's first event), ``now`` while the run is open, and
+    the axis ``ticks`` (``[seconds, label]``): what the Timeline widget draws."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, workflow_id: str) -> None:
+        client = await self.client()
+        handle = client.get_workflow_handle(workflow_id, run_id=self.run_id_arg())
+        history = await handle.fetch_history()
+        model = HistoryModel(history.events)
+        attempts = await handle.fetch_attempts()
+        now = None if model.closed else client.clock.now()
+        data = timeline(model, attempts, now=now).to_json()
+        end = max(float(data["end"] or 0.0), data["now"] or 0.0, 0.001)
+        data["ticks"] = [[at, label] for at, label in axis_ticks(end)]
+        self.write_json(data)
+
+
 class SignalHandler(DurableAPIHandler):
     """``POST workflows/{id}/signal`` with ``{name, args}``."""
 
@@ -455,6 +500,8 @@ def routes() -> list[tuple[str, Any, dict[str, Any]] | tuple[str, Any]]:
         (rf"{api}/workflows/?", WorkflowsHandler),
         (rf"{api}/workflows/{wid}/history/?", HistoryHandler),
         (rf"{api}/workflows/{wid}/attempts/?", AttemptsHandler),
+        (rf"{api}/workflows/{wid}/compact/?", CompactHandler),
+        (rf"{api}/workflows/{wid}/timeline/?", TimelineHandler),
         (rf"{api}/workflows/{wid}/signal/?", SignalHandler),
         (rf"{api}/workflows/{wid}/query/?", QueryHandler),
         (rf"{api}/workflows/{wid}/update/?", UpdateHandler),

@@ -16,6 +16,7 @@ from tornado.httpclient import HTTPClientError
 
 from engine import ApplicationError, Client, RetryPolicy, Worker, activity, workflow
 from kernel_ext.server.app import backend_of, redact_url, resolve_url
+from widgets.models import HistoryModel, axis_ticks, timeline
 
 TASK_QUEUE = "jupyter-tests"
 
@@ -350,6 +351,11 @@ def test_endpoints_for_a_run_started_through_the_api(jp_fetch: Any, run: Any, db
             failed = next(a for a in body["attempts"] if a["outcome"] == "failed")
             assert "first attempt always fails" in json.dumps(failed["failure"])
 
+            # The compact rows and the timeline: what widgets.models computes for the
+            # same history and attempts (the notebook widgets draw the same thing).
+            handle = client.get_workflow_handle("greet-1", run_id=run_id)
+            await _same_view_model(jp_fetch, handle, run_id)
+
             # A run to cancel and one to terminate: pending timers are described.
             for wid in ("sleep-cancel", "sleep-terminate"):
                 status, _ = await _post(
@@ -365,6 +371,13 @@ def test_endpoints_for_a_run_started_through_the_api(jp_fetch: Any, run: Any, db
                 await asyncio.sleep(0.02)
             assert desc["status"] == "RUNNING" and len(desc["pending_timers"]) == 1
             assert desc["pending_timers"][0]["fire_at"].startswith("20")
+            # An open run's timeline has a "now" line, and its timer's due time marked.
+            status, lanes = await _request(jp_fetch, "workflows", "sleep-cancel", "timeline")
+            assert status == 200 and lanes["now"] is not None and lanes["now"] >= 0
+            timer = next(lane for lane in lanes["lanes"] if lane["category"] == "timer")
+            assert [b["end"] for b in timer["bars"]] == [None]
+            assert [t["kind"] for t in timer["ticks"]] == ["due"]
+            assert lanes["ticks"][-1][0] >= 3600 > lanes["ticks"][-2][0]
 
             status, body = await _post(
                 jp_fetch, "workflows", "sleep-cancel", "cancel", body={"reason": "test"}
@@ -442,11 +455,49 @@ def test_endpoints_for_a_run_started_through_the_api(jp_fetch: Any, run: Any, db
     run(scenario())
 
 
+async def _same_view_model(jp_fetch: Any, handle: Any, run_id: str) -> None:
+    """``compact`` and ``timeline`` of a closed run equal ``widgets.models``' rows and
+    lanes for its history and attempts, read through the engine."""
+    events = (await handle.fetch_history()).events
+    attempts = await handle.fetch_attempts()
+    model = HistoryModel(events)
+    for params in ({}, {"run_id": run_id}):
+        status, compact = await _request(jp_fetch, "workflows", handle.id, "compact", params=params)
+        assert status == 200, compact
+        assert compact["rows"] == json.loads(json.dumps([r.to_json() for r in model.compact()]))
+        assert compact["run_id"] == run_id and compact["closed"] is True
+        assert compact["event_count"] == len(events)
+        assert compact["failure_count"] == model.failures == 0  # retried, then completed
+
+        status, lanes = await _request(jp_fetch, "workflows", handle.id, "timeline", params=params)
+        assert status == 200, lanes
+        expected = timeline(model, attempts).to_json()
+        ticks = lanes.pop("ticks")
+        assert lanes == json.loads(json.dumps(expected))
+        assert ticks == [[at, label] for at, label in axis_ticks(expected["end"])]
+        assert lanes["now"] is None
+
+    kinds = [(r["kind"], r["label"], r["status"]) for r in compact["rows"]]
+    assert kinds[0] == ("workflow", "Greeter", "completed")
+    assert kinds.count(("signal", "add", "received")) == 2
+    assert kinds.count(("activity", "flaky_greet", "completed")) == 2
+    assert [r["attempts"] for r in compact["rows"] if r["kind"] == "activity"] == [2, 2]
+    by_category = [lane["category"] for lane in lanes["lanes"]]
+    assert by_category == ["workflow_task", "timer", "activity", "activity", "signal"]
+    activity = lanes["lanes"][2]
+    assert [b["kind"] for b in activity["bars"]] == ["attempt", "backoff", "attempt"]
+    assert [b["status"] for b in activity["bars"]] == ["failed", "waiting", "completed"]
+    assert "first attempt always fails" in activity["bars"][0]["detail"]
+    assert all(b["colour"].startswith("#") for lane in lanes["lanes"] for b in lane["bars"])
+
+
 def test_unknown_workflow_is_404(jp_fetch: Any, run: Any) -> None:
     for parts, method, body in [
         (("workflows", "nope"), "GET", None),
         (("workflows", "nope", "history"), "GET", None),
         (("workflows", "nope", "attempts"), "GET", None),
+        (("workflows", "nope", "compact"), "GET", None),
+        (("workflows", "nope", "timeline"), "GET", None),
         (("workflows", "nope", "signal"), "POST", {"name": "add"}),
         (("workflows", "nope", "query"), "POST", {"name": "seen"}),
         (("workflows", "nope", "cancel"), "POST", {}),
@@ -521,6 +572,8 @@ MALFORMED: list[tuple[str, str, Any, str]] = [
     ("GET", "workflows/sleep-1", {"run_id": ""}, "run_id"),
     ("GET", "workflows/sleep-1/history", {"run_id": ""}, "run_id"),
     ("GET", "workflows/sleep-1/attempts", {"run_id": ""}, "run_id"),
+    ("GET", "workflows/sleep-1/compact", {"run_id": ""}, "run_id"),
+    ("GET", "workflows/sleep-1/timeline", {"run_id": ""}, "run_id"),
 ]
 
 

@@ -210,124 +210,6 @@ function attrsOf(event) {
   return key ? event[key] : {};
 }
 
-// -- pure view model: history → compact rows and timeline lanes --------------------------
-
-const CLOSE_OUTCOMES = {
-  WORKFLOW_EXECUTION_COMPLETED: "completed",
-  WORKFLOW_EXECUTION_FAILED: "failed",
-  WORKFLOW_EXECUTION_CANCELED: "canceled",
-  WORKFLOW_EXECUTION_TERMINATED: "terminated",
-  WORKFLOW_EXECUTION_TIMED_OUT: "timed out",
-  WORKFLOW_EXECUTION_CONTINUED_AS_NEW: "continued as new",
-};
-
-/** One row per workflow step (activity, timer, signal, child, marker, failure). */
-export function compactRows(events) {
-  const rows = [];
-  const byScheduled = new Map();
-  const timers = new Map();
-  const children = new Map();
-  for (const event of events) {
-    const type = shortType(event.eventType);
-    const a = attrsOf(event);
-    const id = Number(event.eventId);
-    const time = event.eventTime;
-    if (type === "WORKFLOW_EXECUTION_STARTED") {
-      rows.push({ kind: "Workflow", name: a.workflowType?.name, ids: [id], start: time,
-        end: null, outcome: "started", details: `input: ${payloadsText(a.input) || "—"}` });
-    } else if (type === "ACTIVITY_TASK_SCHEDULED") {
-      const row = { kind: "Activity", name: a.activityType?.name, key: `activity-${id}`,
-        activityId: a.activityId, ids: [id], start: time, end: null, outcome: "scheduled",
-        attempt: 1, details: `input: ${payloadsText(a.input) || "—"}` };
-      byScheduled.set(id, row);
-      rows.push(row);
-    } else if (type.startsWith("ACTIVITY_TASK_")) {
-      const row = byScheduled.get(Number(a.scheduledEventId));
-      if (!row) continue;
-      row.ids.push(id);
-      if (type === "ACTIVITY_TASK_STARTED") {
-        row.outcome = "started";
-        row.attempt = a.attempt || row.attempt;
-        if (a.lastFailure) row.details = `last failure: ${a.lastFailure.message}`;
-      } else if (type === "ACTIVITY_TASK_CANCEL_REQUESTED") {
-        row.outcome = "cancel requested";
-      } else {
-        row.end = time;
-        row.outcome = type.replace("ACTIVITY_TASK_", "").toLowerCase().replace("_", " ");
-        if (a.result) row.details = `result: ${payloadsText(a.result) || "—"}`;
-        if (a.failure) row.details = `failure: ${a.failure.message}`;
-      }
-    } else if (type === "TIMER_STARTED") {
-      const row = { kind: "Timer", name: `timer ${a.timerId}`, key: `timer-${a.timerId}`,
-        ids: [id], start: time, end: null, outcome: "started",
-        details: `fires after ${a.startToFireTimeout}` };
-      timers.set(String(a.timerId), row);
-      rows.push(row);
-    } else if (type === "TIMER_FIRED" || type === "TIMER_CANCELED") {
-      const row = timers.get(String(a.timerId));
-      if (!row) continue;
-      row.ids.push(id);
-      row.end = time;
-      row.outcome = type === "TIMER_FIRED" ? "fired" : "canceled";
-    } else if (type === "WORKFLOW_EXECUTION_SIGNALED") {
-      rows.push({ kind: "Signal", name: a.signalName, ids: [id], start: time, end: time,
-        outcome: "received", details: `input: ${payloadsText(a.input) || "—"}` });
-    } else if (type === "MARKER_RECORDED") {
-      rows.push({ kind: "Marker", name: a.markerName, ids: [id], start: time, end: time,
-        outcome: "recorded", details: "" });
-    } else if (type === "WORKFLOW_TASK_FAILED" || type === "WORKFLOW_TASK_TIMED_OUT") {
-      rows.push({ kind: "Workflow task", name: a.cause || "", ids: [id], start: time, end: time,
-        outcome: type === "WORKFLOW_TASK_FAILED" ? "failed" : "timed out",
-        details: a.failure?.message || "" });
-    } else if (type === "START_CHILD_WORKFLOW_EXECUTION_INITIATED") {
-      const row = { kind: "Child workflow", name: `${a.workflowType?.name} (${a.workflowId})`,
-        key: `child-${id}`, ids: [id], start: time, end: null, outcome: "initiated", details: "" };
-      children.set(id, row);
-      rows.push(row);
-    } else if (type.startsWith("CHILD_WORKFLOW_EXECUTION_")) {
-      const row = children.get(Number(a.initiatedEventId));
-      if (!row) continue;
-      row.ids.push(id);
-      row.outcome = type.replace("CHILD_WORKFLOW_EXECUTION_", "").toLowerCase().replace("_", " ");
-      if (type !== "CHILD_WORKFLOW_EXECUTION_STARTED") row.end = time;
-    } else if (type === "WORKFLOW_EXECUTION_CANCEL_REQUESTED") {
-      rows.push({ kind: "Cancel request", name: a.cause || "", ids: [id], start: time, end: time,
-        outcome: "requested", details: a.identity || "" });
-    } else if (CLOSE_OUTCOMES[type]) {
-      const details = a.result ? `result: ${payloadsText(a.result) || "—"}`
-        : a.failure ? `failure: ${a.failure.message}` : a.reason ? `reason: ${a.reason}` : "";
-      const first = rows.find((r) => r.kind === "Workflow");
-      if (first) {
-        first.end = time;
-        first.outcome = CLOSE_OUTCOMES[type];
-        first.ids.push(id);
-      }
-      rows.push({ kind: "Workflow closed", name: CLOSE_OUTCOMES[type], ids: [id], start: time,
-        end: time, outcome: CLOSE_OUTCOMES[type], details });
-    }
-  }
-  return rows;
-}
-
-/** Timeline lanes: the workflow, each activity (with its attempts) and each timer. */
-export function timelineLanes(events, attempts) {
-  const rows = compactRows(events).filter((r) => ["Workflow", "Activity", "Timer", "Child workflow"].includes(r.kind));
-  const bySched = new Map();
-  for (const at of attempts || []) {
-    const list = bySched.get(at.scheduled_event_id) || [];
-    list.push(at);
-    bySched.set(at.scheduled_event_id, list);
-  }
-  return rows.map((r) => ({
-    label: r.kind === "Activity" ? `${r.name} #${r.activityId}` : r.kind === "Workflow" ? `workflow ${r.name}` : r.name,
-    kind: r.kind,
-    start: r.start,
-    end: r.end,
-    outcome: r.outcome,
-    attempts: r.kind === "Activity" ? (bySched.get(r.ids[0]) || []) : [],
-  }));
-}
-
 // -- list view -------------------------------------------------------------------------
 
 const state = {
@@ -508,20 +390,23 @@ async function refreshDetail() {
   const { id, runId } = route;
   const params = runId ? { run_id: runId } : {};
   const path = `workflows/${encodeURIComponent(id)}`;
-  const [desc, history, attempts] = await Promise.all([
+  // The compact rows and the timeline's lanes come from the server's view model
+  // (widgets/models.py, the one the notebook widgets draw): the page only draws them.
+  const [desc, history, compact, lanes] = await Promise.all([
     api(path, { params }),
     api(`${path}/history`, { params }),
-    api(`${path}/attempts`, { params }),
+    api(`${path}/compact`, { params }),
+    api(`${path}/timeline`, { params }),
   ]);
   if (state.route !== route) return; // the user moved on while this run loaded
-  const key = JSON.stringify([desc, history.events.length, attempts]);
-  state.lastDetail = { desc, history, attempts: attempts.attempts };
+  const key = JSON.stringify([desc, history.events.length, lanes]);
+  state.lastDetail = { desc, history, compact };
   $("#detail-body").hidden = false;
   if (key !== state.detailKey) {
     state.detailKey = key;
     renderSummary(desc);
     renderPending(desc);
-    renderTimeline(history.events, attempts.attempts, desc);
+    renderTimeline(lanes);
   }
   renderHistory();
 }
@@ -590,60 +475,69 @@ function renderPending(d) {
   $("#timers tbody").replaceChildren(...trows);
 }
 
-const COLORS = {
-  completed: "#1a7f37", fired: "#1a7f37", failed: "#cf222e", "timed out": "#57606a",
-  timed_out: "#57606a", canceled: "#9a6700", terminated: "#6e40c9", running: "#0969da",
-  started: "#0969da", scheduled: "#8c959f", initiated: "#8c959f",
-};
+/** Seconds since the run's start as the widgets write them (`+0.25 s`, `+12 ms`). */
+function offset(sec) {
+  return sec === null || sec === undefined ? "" : `+${fmtDuration(sec * 1000)}`;
+}
 
-function renderTimeline(events, attempts, desc) {
-  const lanes = timelineLanes(events, attempts);
+const TICK_FILL = { signal: "#9c36b5", update: "#0c8599", marker: "#495057" };
+
+/** The timeline the server computed (lanes of bars and ticks, axis ticks, "now"). */
+function renderTimeline(data) {
+  const lanes = data.lanes || [];
   const box = $("#timeline");
   if (!lanes.length) {
     box.replaceChildren(el("p", { class: "muted" }, "Nothing to draw yet."));
     return;
   }
-  const now = Date.now();
-  const t0 = new Date(desc.start_time).getTime();
-  let t1 = desc.close_time ? new Date(desc.close_time).getTime() : now;
-  for (const l of lanes) if (l.end) t1 = Math.max(t1, new Date(l.end).getTime());
-  const span = Math.max(t1 - t0, 1);
-  const W = 1000, LABEL = 200, LANE = 24, TOP = 22;
+  const W = 1000, LABEL = 200, LANE = 24, TOP = 22, MIN_BAR = 3;
   const H = TOP + lanes.length * LANE + 6;
-  const x = (t) => LABEL + ((t - t0) / span) * (W - LABEL - 10);
+  const end = Math.max(data.end || 0, data.now || 0, 0.001);
+  const x = (t) => LABEL + (Math.max(0, t) / end) * (W - LABEL - 10);
   const children = [];
-  for (let i = 0; i <= 4; i++) {
-    const t = t0 + (span * i) / 4;
-    children.push(svg("line", { class: "axis", x1: x(t), x2: x(t), y1: TOP - 4, y2: H }));
-    children.push(svg("text", { class: "tick", x: x(t), y: 14, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" },
-      `+${fmtDuration(t - t0)}`));
+  for (const [at, text] of data.ticks || []) {
+    if (at > end + 1e-9) continue;
+    children.push(svg("line", { class: "axis", x1: x(at), x2: x(at), y1: TOP - 4, y2: H }));
+    children.push(svg("text", { class: "tick", x: x(at) + 2, y: 14 }, text));
   }
   lanes.forEach((lane, i) => {
     const y = TOP + i * LANE;
-    children.push(svg("text", { class: "lane-label", x: 4, y: y + 15 }, truncate(lane.label || "", 28)));
-    const start = new Date(lane.start).getTime();
-    const end = lane.end ? new Date(lane.end).getTime() : now;
-    const color = COLORS[lane.outcome] || "#8c959f";
-    const describe = `${lane.label}: ${lane.outcome}, ${fmtDuration(end - start)}`;
-    if (lane.attempts.length) {
-      // The whole activity (including waits between attempts) as a thin line.
-      children.push(svg("line", { x1: x(start), x2: Math.max(x(end), x(start) + 1), y1: y + 11, y2: y + 11,
-        stroke: "#8c959f", "stroke-width": 2 }, svg("title", {}, describe)));
-      for (const at of lane.attempts) {
-        const s = new Date(at.started_time || at.scheduled_time).getTime();
-        const e = at.ended_time ? new Date(at.ended_time).getTime() : now;
-        const c = COLORS[at.outcome] || "#8c959f";
-        const fail = at.failure?.message ? ` — ${at.failure.message}` : "";
-        children.push(svg("rect", { x: x(s), y: y + 4, width: Math.max(x(e) - x(s), 3), height: 14, rx: 2, fill: c },
-          svg("title", {}, `attempt ${at.attempt}: ${at.outcome}, ${fmtDuration(e - s)}${fail}`)));
-      }
-    } else {
-      children.push(svg("rect", { x: x(start), y: y + 4, width: Math.max(x(end) - x(start), 3), height: 14, rx: 2,
-        fill: color, "fill-opacity": lane.kind === "Workflow" ? 0.35 : 0.9 }, svg("title", {}, describe)));
+    const g = svg("g", { class: "lane", "data-key": lane.key });
+    g.append(svg("rect", { x: 0, y: y + 5, width: 4, height: LANE - 10, fill: lane.colour }));
+    g.append(svg("g", {}, svg("title", {}, lane.label || ""),
+      svg("text", { class: "lane-label", x: 8, y: y + 15 }, truncate(lane.label || "", 28))));
+    for (const bar of lane.bars) {
+      const stop = bar.end === null ? (data.now ?? end) : bar.end;
+      const x0 = x(bar.start);
+      const w = Math.max(MIN_BAR, x(stop) - x0);
+      const took = bar.end === null ? "still going" : fmtDuration((bar.end - bar.start) * 1000);
+      const title = svg("title", {}, `${lane.label}: ${bar.label} (${bar.status.replaceAll("_", " ")}, ` +
+        `${took})${bar.detail ? `\n${bar.detail}` : ""}`);
+      g.append(bar.kind === "backoff"
+        ? svg("line", { class: "backoff", x1: x0, x2: x0 + w, y1: y + 11, y2: y + 11, stroke: bar.colour,
+          "stroke-width": 2, "stroke-dasharray": "4 3" }, title)
+        : svg("rect", { class: `bar ${bar.kind}`, "data-status": bar.status, x: x0, y: y + 4, width: w,
+          height: 14, rx: 2, fill: bar.colour }, title));
     }
+    for (const tick of lane.ticks) {
+      const tx = x(tick.at);
+      const title = svg("title", {}, `${tick.kind}: ${tick.label} at ${offset(tick.at)}`);
+      g.append(tick.kind === "due"
+        ? svg("line", { class: "due", x1: tx, x2: tx, y1: y + 2, y2: y + LANE - 2, stroke: "#495057",
+          "stroke-width": 2 }, title)
+        : svg("path", { class: `mark ${tick.kind}`, d: `M${tx - 5},${y + 5} L${tx + 5},${y + 5} L${tx},${y + 14} Z`,
+          fill: TICK_FILL[tick.kind] || "#495057" }, title));
+    }
+    children.push(g);
   });
-  const summary = `Timeline of ${lanes.length} lanes over ${fmtDuration(span)}`;
-  box.replaceChildren(svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": summary }, children));
+  if (data.now !== null && data.now !== undefined) {
+    children.push(svg("line", { class: "now", x1: x(data.now), x2: x(data.now), y1: TOP - 4, y2: H },
+      svg("title", {}, `now: ${offset(data.now)} after the start`)));
+  }
+  const summary = `Timeline of ${lanes.length} lanes over ${fmtDuration(end * 1000)}`;
+  const nodes = [svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": summary }, children)];
+  if (data.hidden_lanes) nodes.push(el("p", { class: "muted" }, `${data.hidden_lanes} more lanes not drawn`));
+  box.replaceChildren(...nodes);
 }
 
 function renderHistory() {
@@ -677,22 +571,24 @@ function renderHistory() {
       el("tbody", {}, rows)));
     return;
   }
-  const steps = compactRows(events);
+  const steps = detail.compact.rows;
   const rows = steps.map((r) =>
-    el("tr", {},
-      el("td", {}, r.kind),
-      el("td", { class: "mono" }, r.name || ""),
-      timeCell(r.start),
-      el("td", { class: "num" }, r.end ? fmtDuration(new Date(r.end) - new Date(r.start)) : "…"),
-      el("td", { class: `outcome-${(r.outcome || "").replace(" ", "_")}` }, r.outcome),
-      el("td", { class: "num" }, r.attempt ?? ""),
-      el("td", { class: "details" }, r.details || ""),
-      el("td", { class: "mono" }, r.ids.join(", "))));
+    el("tr", { class: r.failed ? "failed" : null },
+      el("td", {}, el("span", { class: "swatch", style: `background:${r.colour}`, "aria-hidden": "true" }),
+        r.kind.replaceAll("_", " ")),
+      el("td", { class: "mono" }, r.label),
+      el("td", {}, el("span", { class: "chip", style: `background:${r.status_colour}` },
+        r.status.replaceAll("_", " "))),
+      el("td", { class: "num" }, r.attempts ? `×${r.attempts}` : ""),
+      el("td", { class: "num" }, offset(r.start)),
+      el("td", { class: "num" }, r.end === null ? "…" : r.end > r.start ? fmtDuration((r.end - r.start) * 1000) : ""),
+      el("td", { class: "details" }, r.summary),
+      el("td", { class: "mono" }, r.event_ids.join(", "))));
   box.replaceChildren(el("table", { class: "grid" },
-    el("caption", {}, `${steps.length} steps (from ${events.length} events)`),
+    el("caption", {}, `${steps.length} steps (from ${detail.compact.event_count} events)`),
     el("thead", {}, el("tr", {},
-      ["Step", "Name", "Started", "Took", "Outcome", "Attempt", "Details", "Events"].map((h) =>
-        el("th", { scope: "col", class: ["Took", "Attempt"].includes(h) ? "num" : null }, h)))),
+      ["Step", "Name", "Status", "Attempts", "At", "Took", "Summary", "Events"].map((h) =>
+        el("th", { scope: "col", class: ["At", "Took", "Attempts"].includes(h) ? "num" : null }, h)))),
     el("tbody", {}, rows)));
 }
 
