@@ -18,7 +18,9 @@ from typing import Any
 from .._model import commands as cmd
 from .._model.events import HistoryEvent
 from ..exceptions import NondeterminismError
-from .instance import PATCH_MARKER, Job, WorkflowInstance
+from . import jobs as j
+from .instance import PATCH_MARKER, WorkflowInstance
+from .jobs import Job
 
 _ACTIVITY_RESOLUTIONS = {
     "ActivityTaskCompleted",
@@ -32,10 +34,11 @@ _ACTIVITY_RESOLUTIONS = {
 _TASK_BOUNDARY = frozenset({"WorkflowTaskScheduled", "WorkflowTaskStarted"})
 
 
-_CHILD_EVENTS = frozenset(
+_CHILD_START_EVENTS = frozenset(
+    {"ChildWorkflowExecutionStarted", "StartChildWorkflowExecutionFailed"}
+)
+_CHILD_EVENTS = _CHILD_START_EVENTS | frozenset(
     {
-        "ChildWorkflowExecutionStarted",
-        "StartChildWorkflowExecutionFailed",
         "ChildWorkflowExecutionCompleted",
         "ChildWorkflowExecutionFailed",
         "ChildWorkflowExecutionCanceled",
@@ -109,7 +112,12 @@ class HistoryDriver:
                 if following is None:
                     for update in updates:  # requests delivered with this (live) task
                         self._jobs.append(
-                            Job("update", HistoryEvent(0, event.event_time, "Update", update))
+                            j.DoUpdate(
+                                str(update["update_id"]),
+                                str(update["name"]),
+                                update.get("args") or [],
+                                str(update.get("identity", "")),
+                            )
                         )
                     produced = self._activate(event, replaying=False)
                     self._unmatched = list(produced)
@@ -134,6 +142,10 @@ class HistoryDriver:
                 jobs, now=now, replaying=True, history_length=self.next_event_id - 1
             )
 
+    def unmatched_commands(self) -> list[cmd.Command]:
+        """Commands of the latest activation that no recorded event has matched (yet)."""
+        return list(self._unmatched)
+
     def finish(self) -> None:
         """The recorded history ends here: commands the code produced must all be matched."""
         if self._matching:
@@ -148,36 +160,30 @@ class HistoryDriver:
         replaying: bool,
         upcoming: Sequence[HistoryEvent] = (),
     ) -> list[cmd.Command]:
+        patches: list[Job] = []  # first, as Temporal orders them: before any code runs
         jobs, self._jobs = self._jobs, []
-        patches = set()
         for event in upcoming:
             if event.event_type in _TASK_BOUNDARY:
                 break
             patch_id = _patch_id(event)
             if patch_id is not None:
-                patches.add(patch_id)
+                patches.append(j.NotifyHasPatch(patch_id))
             if event.event_type == "WorkflowExecutionUpdateAccepted":
                 # Replay: the task ran this update's handler (its validator passed then).
-                request = event.attributes.get("acceptedRequest", {})
+                accepted = event.attributes
+                request = accepted.get("acceptedRequest", {})
+                given = request.get("input", {})
                 jobs.append(
-                    Job(
-                        "update",
-                        HistoryEvent(
-                            0,
-                            started.event_time,
-                            "Update",
-                            {
-                                "update_id": event.attributes.get("protocolInstanceId", ""),
-                                "name": request.get("input", {}).get("name", ""),
-                                "args": (request.get("input", {}).get("args") or {}).get(
-                                    "payloads", []
-                                ),
-                                "identity": request.get("meta", {}).get("identity", ""),
-                                "replay": True,
-                            },
-                        ),
+                    j.DoUpdate(
+                        update_id=str(accepted.get("protocolInstanceId", "")),
+                        name=str(given.get("name", "")),
+                        input=(given.get("args") or {}).get("payloads") or [],
+                        identity=str(request.get("meta", {}).get("identity", "")),
+                        replay=True,
                     )
                 )
+        if patches:
+            jobs = patches + jobs
         attrs = started.attributes
         if self.on_activation is not None:
             self.on_activation(started, replaying)
@@ -188,31 +194,41 @@ class HistoryDriver:
             history_length=started.event_id,
             history_size=int(attrs.get("historySizeBytes", 0) or 0),
             suggest_continue_as_new=bool(attrs.get("suggestContinueAsNew", False)),
-            patches=patches,
         )
 
     def _collect_job(self, event: HistoryEvent) -> None:
         kind = event.event_type
         attrs = event.attributes
+        job: Job
         if kind == "WorkflowExecutionStarted":
-            self._jobs.append(Job("start", event))
+            job = j.InitializeWorkflow(event)
         elif kind in _ACTIVITY_RESOLUTIONS:
             seq = self.instance.activity_seq(int(attrs.get("scheduledEventId", 0)))
-            if seq is not None:
-                self._jobs.append(Job("resolve_activity", event, seq))
+            if seq is None:
+                return
+            job = j.ResolveActivity(seq, event)
         elif kind in _CHILD_EVENTS:
             seq = self.instance.child_seq(int(attrs.get("initiatedEventId", 0)))
-            if seq is not None:
-                self._jobs.append(Job("resolve_child", event, seq))
+            if seq is None:
+                return
+            if kind in _CHILD_START_EVENTS:
+                job = j.ResolveChildWorkflowExecutionStart(seq, event)
+            else:
+                job = j.ResolveChildWorkflowExecution(seq, event)
         elif kind == "TimerFired":
             seq = self.instance.timer_seq(str(attrs.get("timerId", "")))
-            if seq is not None:
-                self._jobs.append(Job("fire_timer", event, seq))
+            if seq is None:
+                return
+            job = j.FireTimer(seq)
         elif kind == "WorkflowExecutionSignaled":
-            self._jobs.append(Job("signal", event))
+            job = j.SignalWorkflow(
+                attrs.get("signalName", ""), (attrs.get("input") or {}).get("payloads")
+            )
         elif kind == "WorkflowExecutionCancelRequested":
-            self._jobs.append(Job("cancel", event))
-        # Other events (task bookkeeping, starts of activities) need no job.
+            job = j.CancelWorkflow()
+        else:
+            return  # other events (task bookkeeping, starts of activities) need no job
+        self._jobs.append(job)
 
     # -- matching -------------------------------------------------------------------------
 

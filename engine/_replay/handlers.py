@@ -16,6 +16,7 @@ from ..exceptions import (
     FailureError,
     InvalidArgumentError,
 )
+from .jobs import DoUpdate, SignalWorkflow
 
 log = logging.getLogger("engine.workflow")
 JsonDict = dict[str, Any]
@@ -51,9 +52,9 @@ class MessageHandlers:
         rejections, self._rejections = self._rejections, []
         return rejections
 
-    def _update(self, request: JsonDict) -> None:
-        update_id, name = str(request["update_id"]), str(request["name"])
-        replaying = bool(request.get("replay"))
+    def _apply_do_update(self, job: DoUpdate) -> None:
+        update_id, name = job.update_id, job.name
+        replaying = job.replay
         handler = self.defn.updates.get(name) or self.defn.updates.get(None)
         if handler is None:
             known = ", ".join(sorted(n for n in self.defn.updates if n)) or "none"
@@ -65,7 +66,7 @@ class MessageHandlers:
                 raise WorkflowTaskError(err)
             self._rejections.append((update_id, self.converter.to_failure(err)))
             return
-        payloads = request.get("args") or []
+        payloads = job.input
         if handler.name is None:
             args = [name, *self.converter.from_payloads_json(payloads, None)]
         else:
@@ -76,9 +77,7 @@ class MessageHandlers:
             except Exception as err:  # refused before anything is recorded
                 self._rejections.append((update_id, self.converter.to_failure(err)))
                 return
-        self._commands.append(
-            cmd.AcceptUpdate(update_id, name, list(payloads), str(request.get("identity", "")))
-        )
+        self._commands.append(cmd.AcceptUpdate(update_id, name, list(payloads), job.identity))
         bound = getattr(self._object, handler.fn.__name__)
         self._handlers_running += 1
         if handler.is_async:
@@ -148,7 +147,8 @@ class MessageHandlers:
 
     # -- signals ------------------------------------------------------------------------
 
-    def _signal(self, name: str, payloads: list[JsonDict] | None) -> None:
+    def _apply_signal_workflow(self, job: SignalWorkflow) -> None:
+        name, payloads = job.signal_name, job.input
         handler = self.defn.signals.get(name) or self.defn.signals.get(None)
         if handler is None:
             log.warning(

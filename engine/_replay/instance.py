@@ -3,8 +3,9 @@
 A :class:`WorkflowInstance` is an ``asyncio`` event loop of its own: ``call_soon`` appends
 to a deque, ``call_later`` becomes a durable timer command, ``time()`` is the time of the
 current workflow task. One entry point, :meth:`WorkflowInstance.activate`, applies jobs
-(derived from history events) and runs the code until it is blocked, returning the commands
-it produced. No I/O happens here.
+(:mod:`.jobs`, derived from history events; one ``_apply_<job>`` method per kind) and runs
+the code until it is blocked, returning the commands it produced. No I/O happens here;
+:meth:`WorkflowInstance.snapshot` is the view from outside (the stepper's).
 """
 
 from __future__ import annotations
@@ -17,39 +18,31 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, get_args
 
 from .. import workflow
 from .._model import commands as cmd
 from .._model.definitions import WorkflowDefinition
-from .._model.events import HistoryEvent
 from ..common import ActivityCancellationType, ChildWorkflowCancellationType, RetryPolicy
 from ..converter import DataConverter
 from ..exceptions import (
     ActivityError,
     CancelledError,
     FailureError,
-    InvalidArgumentError,
     RetryState,
     WorkflowAlreadyStartedError,
     is_cancelled_exception,
 )
+from . import jobs as j
+from . import snapshot as snap
 from .handlers import MessageHandlers, WorkflowTaskError
+from .jobs import Job
 from .loop import DeterministicLoop
 
 log = logging.getLogger("engine.workflow")
 JsonDict = dict[str, Any]
 
 PATCH_MARKER = "core_patch"
-
-
-@dataclass
-class Job:
-    """One thing that happened, to apply in an activation."""
-
-    kind: str  # start | resolve_activity | fire_timer | signal | cancel
-    event: HistoryEvent
-    seq: int = 0
 
 
 @dataclass
@@ -135,7 +128,6 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         history_length: int,
         history_size: int = 0,
         suggest_continue_as_new: bool = False,
-        patches: set[str] | None = None,
     ) -> list[cmd.Command]:
         """Apply jobs, run the code until blocked, and return the commands it produced.
 
@@ -146,14 +138,16 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         self._history_length = history_length
         self._history_size = history_size
         self._suggest_can = suggest_continue_as_new
-        if patches:
-            self._patches_seen |= patches
         self._commands = []
         previous = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(self)
         try:
+            appliers = _APPLIERS
             for job in jobs:
-                self._apply(job)
+                apply = appliers.get(type(job))
+                if apply is None:
+                    raise TypeError(f"no _apply_ method for job {job!r}")
+                apply(self, job)
             self._run_until_blocked()
             self._check_main()
         finally:
@@ -162,31 +156,13 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         self._commands = []
         return commands
 
-    def _apply(self, job: Job) -> None:
-        event = job.event
-        attrs = event.attributes
-        if job.kind == "start":
-            self._start(event)
-        elif job.kind == "fire_timer":
-            handle = self._timers.pop(job.seq, None)
-            if handle is not None and not handle.cancelled():
-                self._ready.append(handle)
-        elif job.kind == "resolve_activity":
-            self._resolve_activity(job.seq, event)
-        elif job.kind == "resolve_child":
-            self._resolve_child(job.seq, event)
-        elif job.kind == "signal":
-            self._signal(attrs.get("signalName", ""), (attrs.get("input") or {}).get("payloads"))
-        elif job.kind == "update":
-            self._update(attrs)
-        elif job.kind == "cancel":
-            self._cancel_requested = True
-            if self._main is not None and not self._main.done():
-                self._main.cancel()
-        else:
-            raise InvalidArgumentError(f"unknown job {job.kind}")
+    # -- jobs: one _apply_<job> method per kind (signals and updates: in handlers) -----
 
-    def _start(self, event: HistoryEvent) -> None:
+    def _apply_notify_has_patch(self, job: j.NotifyHasPatch) -> None:
+        self._patches_seen.add(job.patch_id)
+
+    def _apply_initialize_workflow(self, job: j.InitializeWorkflow) -> None:
+        event = job.event
         attrs = event.attributes
         self._info = _info_from_start(self, attrs, event.event_time)
         args = self.converter.from_payloads_json(
@@ -199,6 +175,16 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
             self._object = cls()
         run = getattr(self._object, self.defn.run_fn.__name__)
         self._main = self.create_task(run(*args), name=f"workflow:{self.defn.name}")
+
+    def _apply_fire_timer(self, job: j.FireTimer) -> None:
+        handle = self._timers.pop(job.seq, None)
+        if handle is not None and not handle.cancelled():
+            self._ready.append(handle)
+
+    def _apply_cancel_workflow(self, job: j.CancelWorkflow) -> None:
+        self._cancel_requested = True
+        if self._main is not None and not self._main.done():
+            self._main.cancel()
 
     def _run_until_blocked(self) -> None:
         while True:
@@ -261,6 +247,48 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         self._closing = command
         self._commands.append(command)
         self.completed = True
+
+    # =================================================================================
+    # the view from outside (the stepper's)
+    # =================================================================================
+
+    def snapshot(self) -> snap.InstanceSnapshot:
+        """Where the code is, its locals, the object's attributes and what is pending."""
+        source, local_vars = snap.code_position(self._main)
+        state = getattr(self._object, "__dict__", None) or {}
+        return snap.InstanceSnapshot(
+            workflow_time=self._now or None,
+            replaying=self._replaying,
+            completed=self.completed,
+            source=source,
+            locals=local_vars,
+            attributes={k: snap.safe_repr(v) for k, v in state.items()},
+            pending_timers=tuple(
+                snap.PendingTimer(seq, str(seq), handle.when())
+                for seq, handle in sorted(self._timers.items())
+            ),
+            pending_activities=tuple(
+                snap.PendingActivity(
+                    seq, a.command.activity_type, a.command.activity_id, a.scheduled_event_id
+                )
+                for seq, a in sorted(self._activities.items())
+                if not a.result.done()
+            ),
+            pending_children=tuple(
+                snap.PendingChild(
+                    seq,
+                    c.command.workflow_id,
+                    c.command.workflow_type,
+                    c.initiated_event_id,
+                    c.started_event_id,
+                    c.run_id,
+                )
+                for seq, c in sorted(self._children.items())
+                if not c.result.done()
+            ),
+            running_handlers=self._handlers_running,
+            waiting_conditions=sum(1 for _, fut in self._conditions if not fut.done()),
+        )
 
     # =================================================================================
     # the Runtime API used by engine.workflow
@@ -430,10 +458,11 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         """The activity seq recorded at ``scheduled_event_id``."""
         return self._activities_by_event.get(scheduled_event_id)
 
-    def _resolve_activity(self, seq: int, event: HistoryEvent) -> None:
-        pending = self._activities.pop(seq, None)
+    def _apply_resolve_activity(self, job: j.ResolveActivity) -> None:
+        pending = self._activities.pop(job.seq, None)
         if pending is None or pending.result.done():
             return
+        event = job.event
         attrs = event.attributes
         if event.event_type == "ActivityTaskCompleted":
             payloads = (attrs.get("result") or {}).get("payloads") or []
@@ -564,29 +593,35 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         """The child seq recorded at ``initiated_event_id``."""
         return self._children_by_event.get(initiated_event_id)
 
-    def _resolve_child(self, seq: int, event: HistoryEvent) -> None:
-        pending = self._children.get(seq)
+    def _apply_resolve_child_workflow_execution_start(
+        self, job: j.ResolveChildWorkflowExecutionStart
+    ) -> None:
+        pending = self._children.get(job.seq)
         if pending is None:
             return
-        attrs = event.attributes
-        kind = event.event_type
-        if kind == "ChildWorkflowExecutionStarted":
-            pending.run_id = str(attrs.get("workflowExecution", {}).get("runId", ""))
+        event = job.event
+        if event.event_type == "ChildWorkflowExecutionStarted":
+            execution = event.attributes.get("workflowExecution", {})
+            pending.run_id = str(execution.get("runId", ""))
             pending.started_event_id = event.event_id
             if not pending.started.done():
                 pending.started.set_result(None)
             return
-        if kind == "StartChildWorkflowExecutionFailed":
-            self._children.pop(seq, None)
-            err = WorkflowAlreadyStartedError(
-                pending.command.workflow_id, pending.command.workflow_type
-            )
-            if not pending.started.done():
-                pending.started.set_exception(err)
+        # StartChildWorkflowExecutionFailed
+        self._children.pop(job.seq, None)
+        err = WorkflowAlreadyStartedError(
+            pending.command.workflow_id, pending.command.workflow_type
+        )
+        if not pending.started.done():
+            pending.started.set_exception(err)
+
+    def _apply_resolve_child_workflow_execution(self, job: j.ResolveChildWorkflowExecution) -> None:
+        pending = self._children.pop(job.seq, None)
+        if pending is None or pending.result.done():
             return
-        self._children.pop(seq, None)
-        if pending.result.done():
-            return
+        event = job.event
+        attrs = event.attributes
+        kind = event.event_type
         if kind == "ChildWorkflowExecutionCompleted":
             payloads = (attrs.get("result") or {}).get("payloads") or []
             values = self.converter.from_payloads_json(payloads, [pending.result_type])
@@ -630,6 +665,29 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         except ValueError:
             return None
         return seq if seq in self._timers else None
+
+
+#: The method that applies each kind of job. Every kind of :data:`~.jobs.Job` must have
+#: one: a kind without one fails the import below, an object of another type the activation.
+_APPLIERS: dict[type, Callable[[WorkflowInstance, Any], None]] = {
+    j.NotifyHasPatch: WorkflowInstance._apply_notify_has_patch,
+    j.InitializeWorkflow: WorkflowInstance._apply_initialize_workflow,
+    j.FireTimer: WorkflowInstance._apply_fire_timer,
+    j.ResolveActivity: WorkflowInstance._apply_resolve_activity,
+    j.ResolveChildWorkflowExecutionStart: (
+        WorkflowInstance._apply_resolve_child_workflow_execution_start
+    ),
+    j.ResolveChildWorkflowExecution: WorkflowInstance._apply_resolve_child_workflow_execution,
+    j.SignalWorkflow: WorkflowInstance._apply_signal_workflow,
+    j.DoUpdate: WorkflowInstance._apply_do_update,
+    j.CancelWorkflow: WorkflowInstance._apply_cancel_workflow,
+}
+if _APPLIERS.keys() != set(get_args(Job)):
+    raise TypeError(
+        "WorkflowInstance applies jobs "
+        f"{sorted(t.__name__ for t in _APPLIERS)}, the kinds are "
+        f"{sorted(t.__name__ for t in get_args(Job))}"
+    )
 
 
 async def _until_resolved(result: asyncio.Future[Any], request_cancel: Callable[[], None]) -> Any:

@@ -10,14 +10,9 @@ Stepping back replays from the first event to the earlier position.
 
 from __future__ import annotations
 
-import asyncio
-import linecache
-import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from .._model import commands as cmd
@@ -28,34 +23,9 @@ from ..exceptions import NondeterminismError
 from .driver import HistoryDriver
 from .handlers import WorkflowTaskError
 from .replayer import new_driver
+from .snapshot import SourceLocation, safe_repr
 
-_ENGINE_DIR = str(Path(__file__).resolve().parents[1])
-_ASYNCIO_DIR = str(Path(asyncio.__file__).resolve().parent)
-
-_repr = reprlib.Repr()
-_repr.maxstring = 120
-_repr.maxother = 120
-_repr.maxlist = 10
-_repr.maxdict = 10
-
-
-def safe_repr(value: Any) -> str:
-    """A short repr that never raises."""
-    try:
-        return _repr.repr(value)
-    except Exception as err:  # a broken __repr__ must not break the debugger
-        return f"<unrepresentable {type(value).__name__}: {err}>"
-
-
-@dataclass
-class SourceLocation:
-    """Where workflow code is suspended."""
-
-    filename: str
-    line: int
-    function: str
-    #: (line number, text) around ``line``; empty when the source is not available.
-    context: list[tuple[int, str]] = field(default_factory=list)
+__all__ = ["RecordedCommand", "ReplaySession", "Snapshot", "SourceLocation", "safe_repr"]
 
 
 @dataclass
@@ -89,6 +59,7 @@ class Snapshot:
     diverged: Exception | None
     #: After ``run_to``: whether it stopped at the breakpoint (False: end or divergence).
     breakpoint_hit: bool | None = None
+    pending_children: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def at_end(self) -> bool:
@@ -207,56 +178,54 @@ class ReplaySession:
     def snapshot(self) -> Snapshot:
         """The state at the current position."""
         driver = self._driver
-        inst = driver.instance
+        state = driver.instance.snapshot()
         event = self.events[self._position - 1] if self._position else None
         nxt = self.events[self._position] if self._position < len(self.events) else None
-        frame = _innermost_user_frame(inst._main)
-        source = _location(frame) if frame is not None else None
-        local_vars = {
-            k: safe_repr(v)
-            for k, v in (frame.f_locals.items() if frame is not None else ())
-            if k != "self"
-        }
-        attributes = {
-            k: safe_repr(v)
-            for k, v in (vars(inst._object).items() if inst._object is not None else ())
-        }
-        timers = [
-            {"timer_id": str(seq), "fires_at": datetime.fromtimestamp(handle.when(), UTC)}
-            for seq, handle in sorted(inst._timers.items())
-        ]
-        activities = [
-            {
-                "seq": seq,
-                "activity_type": p.command.activity_type,
-                "activity_id": p.command.activity_id,
-                "scheduled_event_id": p.scheduled_event_id,
-            }
-            for seq, p in sorted(inst._activities.items())
-            if not p.result.done()
-        ]
         # Commands of the latest activation that no event has matched (yet): at a
         # divergence, the one the code produced instead of what history recorded.
         commands = list(self._commands) + [
-            RecordedCommand(c.describe(), None, self._activation_id) for c in driver._unmatched
+            RecordedCommand(c.describe(), None, self._activation_id)
+            for c in driver.unmatched_commands()
         ]
+        when = state.workflow_time
         return Snapshot(
             position=self._position,
             total=len(self.events),
             event=event,
             next_event=nxt,
-            replaying=inst._replaying,
-            workflow_time=datetime.fromtimestamp(inst._now, UTC) if inst._now else None,
+            replaying=state.replaying,
+            workflow_time=datetime.fromtimestamp(when, UTC) if when else None,
             commands=commands,
             breakpoint_hit=self._hit,
-            source=source,
-            locals=local_vars,
-            attributes=attributes,
-            pending_timers=timers,
-            pending_activities=activities,
-            running_handlers=inst._handlers_running,
-            waiting_conditions=sum(1 for _, fut in inst._conditions if not fut.done()),
-            completed=inst.completed,
+            source=state.source,
+            locals=dict(state.locals),
+            attributes=dict(state.attributes),
+            pending_timers=[
+                {"timer_id": t.timer_id, "fires_at": datetime.fromtimestamp(t.fires_at, UTC)}
+                for t in state.pending_timers
+            ],
+            pending_activities=[
+                {
+                    "seq": a.seq,
+                    "activity_type": a.activity_type,
+                    "activity_id": a.activity_id,
+                    "scheduled_event_id": a.scheduled_event_id,
+                }
+                for a in state.pending_activities
+            ],
+            pending_children=[
+                {
+                    "seq": c.seq,
+                    "workflow_id": c.workflow_id,
+                    "workflow_type": c.workflow_type,
+                    "run_id": c.run_id,
+                    "initiated_event_id": c.initiated_event_id,
+                }
+                for c in state.pending_children
+            ],
+            running_handlers=state.running_handlers,
+            waiting_conditions=state.waiting_conditions,
+            completed=state.completed,
             diverged=self._diverged,
         )
 
@@ -306,37 +275,3 @@ class ReplaySession:
                 self._activation_id,
             )
         )
-
-
-def _innermost_user_frame(task: asyncio.Task[Any] | None) -> FrameType | None:
-    if task is None or task.done():
-        return None
-    coro: Any = task.get_coro()
-    found: FrameType | None = None
-    while coro is not None:
-        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
-        if frame is None:
-            break
-        if not _is_internal(frame):
-            found = frame
-        nxt = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
-        if nxt is None or isinstance(nxt, asyncio.Future):
-            break
-        coro = nxt
-    return found
-
-
-def _is_internal(frame: FrameType) -> bool:
-    filename = frame.f_code.co_filename
-    return filename.startswith(_ENGINE_DIR) or filename.startswith(_ASYNCIO_DIR)
-
-
-def _location(frame: FrameType) -> SourceLocation:
-    filename = frame.f_code.co_filename
-    line = frame.f_lineno
-    context = []
-    for number in range(max(1, line - 3), line + 4):
-        text = linecache.getline(filename, number)
-        if text:
-            context.append((number, text.rstrip("\n")))
-    return SourceLocation(filename, line, frame.f_code.co_name, context)

@@ -10,6 +10,19 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from .schema import (
+    ACT_SCHEDULED,
+    ACT_STARTED,
+    EXEC_RUNNING,
+    QUERY_ANSWERED,
+    QUERY_PENDING,
+    QUERY_TAKEN,
+    UPDATE_ACCEPTED,
+    UPDATE_REQUESTED,
+    WFT_SCHEDULED,
+    WFT_STARTED,
+)
+
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 
 
@@ -69,11 +82,11 @@ LATEST_RUN = Q(
 LATEST_RUN_LOCK = Q(LATEST_RUN.sqlite, pg_suffix=_LOCK)
 OPEN_RUN = Q(
     f"SELECT {_EXEC_COLS} FROM dn_executions "
-    "WHERE namespace = :ns AND workflow_id = :wid AND status = 1"
+    f"WHERE namespace = :ns AND workflow_id = :wid AND status = {EXEC_RUNNING}"
 )
 OPEN_CHILDREN = Q(
     "SELECT run_id, workflow_id, parent_close_policy FROM dn_executions "
-    "WHERE parent_run_id = :run_id AND status = 1"
+    f"WHERE parent_run_id = :run_id AND status = {EXEC_RUNNING}"
 )
 READ_EVENTS = Q(
     "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
@@ -120,20 +133,23 @@ GET_WFT = Q(f"SELECT {_WFT_COLS} FROM dn_workflow_tasks WHERE run_id = :run_id")
 DELETE_WFT = Q("DELETE FROM dn_workflow_tasks WHERE run_id = :run_id")
 NEXT_WFT = Q(
     "SELECT t.run_id FROM dn_workflow_tasks t "
-    "WHERE t.namespace = :ns AND t.task_queue = :q AND t.state = 1 AND t.visible_at <= :now "
+    f"WHERE t.namespace = :ns AND t.task_queue = :q AND t.state = {WFT_SCHEDULED} "
+    "AND t.visible_at <= :now "
     "ORDER BY t.visible_at LIMIT :lim"
 )
 # PostgreSQL: lock the run row (the lock every change takes first), skipping busy runs.
 NEXT_WFT_PG = Q(
     "SELECT e.run_id FROM dn_executions e JOIN dn_workflow_tasks t ON t.run_id = e.run_id "
-    "WHERE t.namespace = :ns AND t.task_queue = :q AND t.state = 1 AND t.visible_at <= :now "
+    f"WHERE t.namespace = :ns AND t.task_queue = :q AND t.state = {WFT_SCHEDULED} "
+    "AND t.visible_at <= :now "
     "ORDER BY t.visible_at LIMIT :lim FOR UPDATE OF e, t SKIP LOCKED"
 )
 #: What a closing run may leave behind: pending activities, timers, open children.
 LEFTOVERS_OF_RUN = Q(
     "SELECT EXISTS (SELECT 1 FROM dn_activity_tasks WHERE run_id = :run_id) AS activities, "
     "EXISTS (SELECT 1 FROM dn_timers WHERE run_id = :run_id) AS timers, "
-    "EXISTS (SELECT 1 FROM dn_executions WHERE parent_run_id = :run_id AND status = 1) "
+    "EXISTS (SELECT 1 FROM dn_executions WHERE parent_run_id = :run_id "
+    f"AND status = {EXEC_RUNNING}) "
     "AS children"
 )
 GET_ACT = Q(
@@ -150,8 +166,8 @@ DELETE_ACT = Q(
 DELETE_ACTS_OF_RUN = Q("DELETE FROM dn_activity_tasks WHERE run_id = :run_id")
 NEXT_ACTS = Q(
     f"SELECT {_ACT_COLS} FROM dn_activity_tasks "
-    "WHERE namespace = :ns AND task_queue = :q AND state = 1 AND visible_at <= :now "
-    "ORDER BY visible_at LIMIT :lim",
+    f"WHERE namespace = :ns AND task_queue = :q AND state = {ACT_SCHEDULED} "
+    "AND visible_at <= :now ORDER BY visible_at LIMIT :lim",
     pg_suffix=" FOR UPDATE SKIP LOCKED",
 )
 INSERT_TIMER = Q(
@@ -164,16 +180,16 @@ DELETE_TIMERS_OF_RUN = Q("DELETE FROM dn_timers WHERE run_id = :run_id")
 DUE_TIMERS = Q("SELECT id, run_id FROM dn_timers WHERE fire_at <= :now ORDER BY fire_at LIMIT :lim")
 NEXT_TIMER_AT = Q(
     "SELECT MIN(t) FROM (SELECT MIN(fire_at) AS t FROM dn_timers "
-    "UNION ALL SELECT MIN(timeout_at) AS t FROM dn_workflow_tasks WHERE state = 2 "
-    "UNION ALL SELECT MIN(timeout_at) AS t FROM dn_activity_tasks WHERE state = 2) d"
+    f"UNION ALL SELECT MIN(timeout_at) AS t FROM dn_workflow_tasks WHERE state = {WFT_STARTED} "
+    f"UNION ALL SELECT MIN(timeout_at) AS t FROM dn_activity_tasks WHERE state = {ACT_STARTED}) d"
 )
 TIMED_OUT_ACTS = Q(
     "SELECT run_id, scheduled_event_id, attempt FROM dn_activity_tasks "
-    "WHERE state = 2 AND timeout_at <= :now ORDER BY timeout_at LIMIT :lim"
+    f"WHERE state = {ACT_STARTED} AND timeout_at <= :now ORDER BY timeout_at LIMIT :lim"
 )
 TIMED_OUT_WFTS = Q(
     "SELECT run_id, started_event_id FROM dn_workflow_tasks "
-    "WHERE state = 2 AND timeout_at <= :now ORDER BY timeout_at LIMIT :lim"
+    f"WHERE state = {WFT_STARTED} AND timeout_at <= :now ORDER BY timeout_at LIMIT :lim"
 )
 TIMERS_OF_RUN = Q(f"SELECT {_TIMER_COLS} FROM dn_timers WHERE run_id = :run_id ORDER BY fire_at")
 ATTEMPTS_OF_RUN = Q(
@@ -192,22 +208,26 @@ ENSURE_NAMESPACE = Q(
 )
 INSERT_QUERY = Q(
     "INSERT INTO dn_queries (namespace, task_queue, run_id, query_type, args, state, created_at) "
-    "VALUES (:namespace, :task_queue, :run_id, :query_type, :args, 1, :created_at) RETURNING id"
+    f"VALUES (:namespace, :task_queue, :run_id, :query_type, :args, {QUERY_PENDING}, "
+    ":created_at) RETURNING id"
 )
 PENDING_QUERIES = Q(
     "SELECT id, run_id, query_type, args FROM dn_queries "
-    "WHERE namespace = :ns AND task_queue = :q AND state = 1 ORDER BY id LIMIT :lim",
+    f"WHERE namespace = :ns AND task_queue = :q AND state = {QUERY_PENDING} "
+    "ORDER BY id LIMIT :lim",
     pg_suffix=" FOR UPDATE SKIP LOCKED",
 )
-TAKE_QUERY = Q("UPDATE dn_queries SET state = 2 WHERE id = :id")
+TAKE_QUERY = Q(f"UPDATE dn_queries SET state = {QUERY_TAKEN} WHERE id = :id")
 ANSWER_QUERY = Q(
-    "UPDATE dn_queries SET state = 3, answer = :answer, failure = :failure WHERE id = :id"
+    f"UPDATE dn_queries SET state = {QUERY_ANSWERED}, answer = :answer, failure = :failure "
+    "WHERE id = :id"
 )
 GET_QUERY = Q("SELECT id, state, answer, failure FROM dn_queries WHERE id = :id")
 DELETE_QUERY = Q("DELETE FROM dn_queries WHERE id = :id")
 INSERT_UPDATE = Q(
     "INSERT INTO dn_updates (run_id, update_id, name, args, identity, state, created_at) "
-    "VALUES (:run_id, :update_id, :name, :args, :identity, 1, :created_at) RETURNING id"
+    f"VALUES (:run_id, :update_id, :name, :args, :identity, {UPDATE_REQUESTED}, :created_at) "
+    "RETURNING id"
 )
 UPDATES_OF_RUN = Q(
     "SELECT id, update_id, name, args, identity FROM dn_updates "
@@ -215,15 +235,17 @@ UPDATES_OF_RUN = Q(
 )
 FIND_UPDATE = Q(
     "SELECT id FROM dn_updates WHERE run_id = :run_id AND update_id = :update_id "
-    "AND state IN (1, 2) ORDER BY id LIMIT 1"
+    f"AND state IN ({UPDATE_REQUESTED}, {UPDATE_ACCEPTED}) ORDER BY id LIMIT 1"
 )
 SET_UPDATE = Q("UPDATE dn_updates SET state = :state, outcome = :outcome WHERE id = :id")
 GET_UPDATE = Q("SELECT id, state, outcome FROM dn_updates WHERE id = :id")
 WFT_BUSY = Q(
-    "SELECT 1 FROM dn_workflow_tasks WHERE state = 2 OR (state = 1 AND visible_at <= :now) LIMIT 1"
+    f"SELECT 1 FROM dn_workflow_tasks WHERE state = {WFT_STARTED} "
+    f"OR (state = {WFT_SCHEDULED} AND visible_at <= :now) LIMIT 1"
 )
 ACT_BUSY = Q(
-    "SELECT 1 FROM dn_activity_tasks WHERE state = 2 OR (state = 1 AND visible_at <= :now) LIMIT 1"
+    f"SELECT 1 FROM dn_activity_tasks WHERE state = {ACT_STARTED} "
+    f"OR (state = {ACT_SCHEDULED} AND visible_at <= :now) LIMIT 1"
 )
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from ..common import WorkflowExecutionStatus
+
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
@@ -65,8 +67,8 @@ sa.Index(
     executions.c.namespace,
     executions.c.workflow_id,
     unique=True,
-    sqlite_where=executions.c.status == 1,
-    postgresql_where=executions.c.status == 1,
+    sqlite_where=executions.c.status == int(WorkflowExecutionStatus.RUNNING),
+    postgresql_where=executions.c.status == int(WorkflowExecutionStatus.RUNNING),
 )
 sa.Index("dn_executions_parent", executions.c.parent_run_id)
 sa.Index(
@@ -245,9 +247,23 @@ updates = sa.Table(
 )
 sa.Index("dn_updates_run", updates.c.run_id, updates.c.state)
 
-# Constants shared by the store and the service.
+# Constants shared by the store and the service: the numbers of the state columns. The
+# SQL text in queries.py and tx.py is formatted with these (once, when it is imported).
+#: dn_executions.status of an open run (the other values: WorkflowExecutionStatus).
+EXEC_RUNNING = int(WorkflowExecutionStatus.RUNNING)
+#: dn_workflow_tasks.state
 WFT_SCHEDULED = 1
 WFT_STARTED = 2
+#: dn_activity_tasks.state
 ACT_SCHEDULED = 1
 ACT_STARTED = 2
 ACT_BACKOFF = 3
+#: dn_queries.state
+QUERY_PENDING = 1
+QUERY_TAKEN = 2
+QUERY_ANSWERED = 3
+#: dn_updates.state
+UPDATE_REQUESTED = 1
+UPDATE_ACCEPTED = 2
+UPDATE_COMPLETED = 3
+UPDATE_REJECTED = 4

@@ -81,6 +81,15 @@ from .queries import (
     _insert,
     _update,
 )
+from .schema import EXEC_RUNNING, WFT_SCHEDULED
+
+#: Statements whose text varies per call, the fixed part (state numbers from the schema).
+_CLOSED_AMONG = f"SELECT run_id FROM dn_executions WHERE status != {EXEC_RUNNING} AND run_id IN"
+_WAITING_WFTS = (
+    f"FROM dn_workflow_tasks WHERE state = {WFT_SCHEDULED} AND visible_at > :now AND run_id IN "
+    "(SELECT run_id FROM dn_executions WHERE namespace = :ns AND workflow_type = :t "
+    f"AND status = {EXEC_RUNNING})"
+)
 
 Row = Any  # SQLAlchemy rows, read by column name
 
@@ -293,7 +302,7 @@ class StoreTx:
             chunk = list(run_ids[i : i + 500])
             params = {f"r{j}": r for j, r in enumerate(chunk)}
             marks = ", ".join(f":r{j}" for j in range(len(chunk)))
-            q = Q(f"SELECT run_id FROM dn_executions WHERE status != 1 AND run_id IN ({marks})")
+            q = Q(f"{_CLOSED_AMONG} ({marks})")
             closed += [str(r[0]) for r in self._q(q, params).fetchall()]
         return closed
 
@@ -451,11 +460,7 @@ class StoreTx:
 
     def expedite_workflow_tasks(self, namespace: str, workflow_type: str, now: float) -> set[str]:
         """Make backed-off workflow tasks of a workflow type ready now; return their queues."""
-        waiting = (
-            "FROM dn_workflow_tasks WHERE state = 1 AND visible_at > :now AND run_id IN "
-            "(SELECT run_id FROM dn_executions WHERE namespace = :ns AND workflow_type = :t "
-            "AND status = 1)"
-        )
+        waiting = _WAITING_WFTS
         params = {"now": now, "ns": namespace, "t": workflow_type}
         queues = {
             str(r[0])
