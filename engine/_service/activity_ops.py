@@ -12,6 +12,7 @@ from .._store.tx import Row, StoreTx
 from ..common import WorkflowExecutionStatus
 from . import activities, timers
 from .clock import Clock
+from .operation import operation
 from .state import RunState
 from .types import ActivityTask, WorkflowTask
 
@@ -35,80 +36,88 @@ class ActivityOps:
     clock: Clock
     _start_task: Callable[..., WorkflowTask]
 
-    async def poll_activity_tasks(
-        self, namespace: str, task_queue: str, identity: str, limit: int
+    @operation
+    def poll_activity_tasks(
+        self, tx: StoreTx, namespace: str, task_queue: str, identity: str, limit: int
     ) -> list[ActivityTask]:
         """Claim up to ``limit`` ready activity attempts."""
+        return activities.claim(tx, namespace, task_queue, identity, self.clock.now(), limit)
 
-        def fn(tx: StoreTx) -> list[ActivityTask]:
-            return activities.claim(tx, namespace, task_queue, identity, self.clock.now(), limit)
-
-        return await self.store.transaction(fn)
-
-    async def complete_activity(
-        self, task: ActivityTask, result: list[JsonDict], eager: EagerWorkflowTask | None = None
+    @operation
+    def complete_activity(
+        self,
+        tx: StoreTx,
+        task: ActivityTask,
+        result: list[JsonDict],
+        eager: EagerWorkflowTask | None = None,
     ) -> WorkflowTask | None:
         """The attempt returned a result. See :meth:`_outcome` for ``eager``."""
-        return await self._outcome(task, eager, activities.complete, result)
+        return self._outcome(tx, task, eager, activities.complete, result)
 
-    async def fail_activity(
-        self, task: ActivityTask, failure: JsonDict, eager: EagerWorkflowTask | None = None
+    @operation
+    def fail_activity(
+        self,
+        tx: StoreTx,
+        task: ActivityTask,
+        failure: JsonDict,
+        eager: EagerWorkflowTask | None = None,
     ) -> WorkflowTask | None:
         """The attempt raised: retry or record the failure."""
-        return await self._outcome(task, eager, activities.failed, failure)
+        return self._outcome(tx, task, eager, activities.failed, failure)
 
-    async def cancel_activity(
-        self, task: ActivityTask, details: list[JsonDict], eager: EagerWorkflowTask | None = None
+    @operation
+    def cancel_activity(
+        self,
+        tx: StoreTx,
+        task: ActivityTask,
+        details: list[JsonDict],
+        eager: EagerWorkflowTask | None = None,
     ) -> WorkflowTask | None:
         """The attempt stopped after a cancellation request."""
-        return await self._outcome(task, eager, activities.canceled, details)
+        return self._outcome(tx, task, eager, activities.canceled, details)
 
-    async def _outcome(
+    def _outcome(
         self,
+        tx: StoreTx,
         task: ActivityTask,
         eager: EagerWorkflowTask | None,
         record: Callable[[RunState, Row, Any], None],
         value: Any,
     ) -> WorkflowTask | None:
-        """Record an attempt's outcome in one transaction.
+        """Record an attempt's outcome.
 
         With ``eager``, if the outcome scheduled a workflow task for a run that worker
         holds in its cache, the task is started for that worker in the same transaction
         and returned (no trip through the queue).
         """
+        rs = self._run_for_activity(tx, task)
+        record(rs, activities.current(rs, task.token), value)
+        if eager is None or task.run_id not in eager.cached or not rs.is_open:
+            rs.flush()
+            return None
+        if rs.wft_wanted:
+            # Schedule now (not at flush) so the task can be started in this same write.
+            rs.schedule_workflow_task(defer_insert=True)
+            rs.wft_wanted = False
+        wft = rs.workflow_task()
+        if (
+            wft is None
+            or wft.state != WFT_SCHEDULED
+            or wft.attempt != 1
+            or wft.visible_at > rs.now
+            or rs.task_queue != eager.task_queue
+        ):
+            rs.flush()
+            return None
+        # Started here (its row is written started): pollers of the queue are not woken.
+        return self._start_task(rs, eager.identity, eager.cached)
 
-        def fn(tx: StoreTx) -> WorkflowTask | None:
-            rs = self._run_for_activity(tx, task)
-            record(rs, activities.current(rs, task.token), value)
-            if eager is None or task.run_id not in eager.cached or not rs.is_open:
-                rs.flush()
-                return None
-            if rs.wft_wanted:
-                # Schedule now (not at flush) so the task can be started in this same write.
-                rs.schedule_workflow_task(defer_insert=True)
-                rs.wft_wanted = False
-            wft = rs.workflow_task()
-            if (
-                wft is None
-                or wft.state != WFT_SCHEDULED
-                or wft.attempt != 1
-                or wft.visible_at > rs.now
-                or rs.task_queue != eager.task_queue
-            ):
-                rs.flush()
-                return None
-            # Started here (its row is written started): pollers of the queue are not woken.
-            return self._start_task(rs, eager.identity, eager.cached)
-
-        return await self.store.transaction(fn)
-
-    async def heartbeat_activity(self, task: ActivityTask, details: list[JsonDict] | None) -> bool:
+    @operation
+    def heartbeat_activity(
+        self, tx: StoreTx, task: ActivityTask, details: list[JsonDict] | None
+    ) -> bool:
         """Record a heartbeat; True when cancellation has been requested."""
-
-        def fn(tx: StoreTx) -> bool:
-            return activities.heartbeat(tx, task.token, details, self.clock.now())
-
-        return await self.store.transaction(fn)
+        return activities.heartbeat(tx, task.token, details, self.clock.now())
 
     def _run_for_activity(self, tx: StoreTx, task: ActivityTask) -> RunState:
         rs = RunState.lock(tx, task.run_id, self.clock.now())
@@ -118,34 +127,29 @@ class ActivityOps:
 
     # -- timers -------------------------------------------------------------------------
 
-    async def fire_due_timers(self, limit: int = 200) -> int:
+    @operation
+    def fire_due_timers(self, tx: StoreTx, limit: int = 200) -> int:
         """Fire timers that are due; return how many were looked at."""
+        # All due timers in one transaction: twenty timers due together fire together.
+        now = self.clock.now()
+        rows = tx.due_timers(now, limit)
+        for row in rows:
+            timers.fire_due(tx, row.id, row.run_id, now)
+        late = tx.timed_out_workflow_tasks(now, limit)
+        for task in late:
+            timers.workflow_task_deadline(tx, task.run_id, task.started_event_id, now)
+        hung = tx.timed_out_activity_attempts(now, limit)
+        for act in hung:
+            timers.activity_deadline(tx, act.run_id, act.scheduled_event_id, act.attempt, now)
+        return len(rows) + len(late) + len(hung)
 
-        def fire(tx: StoreTx) -> int:
-            # All due timers in one transaction: twenty timers due together fire together.
-            now = self.clock.now()
-            rows = tx.due_timers(now, limit)
-            for row in rows:
-                timers.fire_due(tx, row.id, row.run_id, now)
-            late = tx.timed_out_workflow_tasks(now, limit)
-            for task in late:
-                timers.workflow_task_deadline(tx, task.run_id, task.started_event_id, now)
-            hung = tx.timed_out_activity_attempts(now, limit)
-            for act in hung:
-                timers.activity_deadline(tx, act.run_id, act.scheduled_event_id, act.attempt, now)
-            return len(rows) + len(late) + len(hung)
-
-        return await self.store.transaction(fire)
-
-    async def next_timer_at(self) -> float | None:
+    @operation(read=True)
+    def next_timer_at(self, tx: StoreTx) -> float | None:
         """When the next timer is due."""
+        return tx.next_timer_at()
 
-        def fn(tx: StoreTx) -> float | None:
-            return tx.next_timer_at()
-
-        return await self.store.read(fn)
-
-    async def skip_to_next_timer(self) -> bool:
+    @operation
+    def skip_to_next_timer(self, tx: StoreTx) -> bool:
         """Time skipping: if no task is ready or running, move the clock to the next timer.
 
         The check happens inside one transaction (on SQLite it holds the write lock) and
@@ -154,19 +158,15 @@ class ActivityOps:
         after-commit effect, not done inside the transaction: a transaction function may
         run twice, and a second run would jump again, past the next timer.
         """
-
-        def fn(tx: StoreTx) -> bool:
-            tx.consistent_snapshot()
-            if not getattr(self.clock, "auto_skip", False):
-                return False  # nobody awaits a result any more: time runs normally
-            now = self.clock.now()
-            if tx.work_in_progress(now):
-                return False
-            next_at = tx.next_timer_at()
-            if next_at is None or next_at <= now:
-                return False
-            clock = self.clock
-            tx.after_commit(lambda: clock.advance_to(next_at))  # type: ignore[attr-defined]
-            return True
-
-        return await self.store.transaction(fn)
+        tx.consistent_snapshot()
+        if not getattr(self.clock, "auto_skip", False):
+            return False  # nobody awaits a result any more: time runs normally
+        now = self.clock.now()
+        if tx.work_in_progress(now):
+            return False
+        next_at = tx.next_timer_at()
+        if next_at is None or next_at <= now:
+            return False
+        clock = self.clock
+        tx.after_commit(lambda: clock.advance_to(next_at))  # type: ignore[attr-defined]
+        return True

@@ -1,7 +1,8 @@
 """The service: turns requests and commands into history events. It never runs user code.
 
-Each public coroutine is one transaction on the store: ``store.read`` for those that only
-read (on SQLite a reader connection, no write lock), ``store.transaction`` for changes.
+Each operation is one transaction on the store, written once as its transaction function
+with ``@operation`` (``operation.py``): ``store.read`` for those that only read (on SQLite a
+reader connection, no write lock), ``store.transaction`` for changes.
 Workflow-task and run-level operations live here; activity operations in ``activities.py``;
 timers in ``timers.py``.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime
+from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,7 +20,7 @@ from .._ids import random_uuid
 from .._json import loads as json_loads
 from .._model.events import HistoryEvent
 from .._store.gateway import Store
-from .._store.schema import WFT_STARTED
+from .._store.schema import UPDATE_COMPLETED, UPDATE_REJECTED, WFT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import (
     WorkflowExecutionStatus,
@@ -27,7 +29,6 @@ from ..common import (
     duration_to_json,
 )
 from ..exceptions import (
-    StoreConflictError,
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
     WorkflowQueryFailedError,
@@ -35,9 +36,8 @@ from ..exceptions import (
 )
 from .activity_ops import ActivityOps, EagerWorkflowTask
 from .clock import Clock
+from .operation import operation
 from .state import (
-    UPDATE_COMPLETED,
-    UPDATE_REJECTED,
     RunState,
     add_timer,
     new_run_id,
@@ -77,8 +77,11 @@ class Service(WorkflowTaskOps, ActivityOps):
     # runs
     # =================================================================================
 
-    async def start_workflow(
-        self, req: StartWorkflowRequest, eager: EagerWorkflowTask | None = None
+    # Another start of the same workflow id may win the race (PostgreSQL): run again, now
+    # seeing its run, so the id policies decide as usual.
+    @operation(conflict_retries=2)
+    def start_workflow(
+        self, tx: StoreTx, req: StartWorkflowRequest, eager: EagerWorkflowTask | None = None
     ) -> StartWorkflowResult:
         """Start a run, applying the id reuse and conflict policies.
 
@@ -86,17 +89,7 @@ class Service(WorkflowTaskOps, ActivityOps):
         a new run's first workflow task is started for that worker in the same transaction
         and returned in the result: no trip through the queue (Temporal's eager start).
         """
-        for attempt in range(3):
-            try:
-                result = await self.store.transaction(self._start_workflow, req, None, eager)
-                break
-            except StoreConflictError:
-                # Another start of the same workflow id won the race (PostgreSQL): run
-                # again, now seeing its run, so the id policies decide as usual.
-                if attempt == 2:
-                    raise
-        self._namespaces.add(req.namespace)  # committed: no need to ensure it again
-        return result
+        return self._start_workflow(tx, req, None, eager)
 
     def _start_workflow(
         self,
@@ -108,6 +101,8 @@ class Service(WorkflowTaskOps, ActivityOps):
         now = self.clock.now()
         if req.namespace not in self._namespaces:
             tx.ensure_namespace(req.namespace, DEFAULT_RETENTION, now)
+            # Once committed, no need to ensure it again.
+            tx.after_commit(partial(self._namespaces.add, req.namespace))
         latest = tx.find_latest_run(req.namespace, req.workflow_id, lock=True)
         open_run = latest if latest is not None and latest.status == S.RUNNING else None
         if open_run is not None:
@@ -228,21 +223,8 @@ class Service(WorkflowTaskOps, ActivityOps):
                 ),
             )
 
-    async def signal_workflow(
-        self,
-        namespace: str,
-        workflow_id: str,
-        run_id: str | None,
-        name: str,
-        args: list[JsonDict],
-        identity: str,
-    ) -> None:
-        """Record a signal on the open run."""
-        await self.store.transaction(
-            self._signal, namespace, workflow_id, run_id, name, args, identity
-        )
-
-    def _signal(
+    @operation
+    def signal_workflow(
         self,
         tx: StoreTx,
         namespace: str,
@@ -252,6 +234,7 @@ class Service(WorkflowTaskOps, ActivityOps):
         args: list[JsonDict],
         identity: str,
     ) -> None:
+        """Record a signal on the open run."""
         rs = self._open_run(tx, namespace, workflow_id, run_id)
         rs.record(
             "WorkflowExecutionSignaled",
@@ -264,15 +247,8 @@ class Service(WorkflowTaskOps, ActivityOps):
         )
         rs.flush()
 
-    async def request_cancel(
-        self, namespace: str, workflow_id: str, run_id: str | None, reason: str, identity: str
-    ) -> None:
-        """Ask the run to cancel: delivered into workflow code, which may clean up."""
-        await self.store.transaction(
-            self._request_cancel, namespace, workflow_id, run_id, reason, identity
-        )
-
-    def _request_cancel(
+    @operation
+    def request_cancel(
         self,
         tx: StoreTx,
         namespace: str,
@@ -281,6 +257,7 @@ class Service(WorkflowTaskOps, ActivityOps):
         reason: str,
         identity: str,
     ) -> None:
+        """Ask the run to cancel: delivered into workflow code, which may clean up."""
         rs = self._open_run(tx, namespace, workflow_id, run_id)
         attrs: JsonDict = {"identity": identity}
         if reason:
@@ -288,8 +265,10 @@ class Service(WorkflowTaskOps, ActivityOps):
         rs.record("WorkflowExecutionCancelRequested", attrs)
         rs.flush()
 
-    async def terminate(
+    @operation
+    def terminate(
         self,
+        tx: StoreTx,
         namespace: str,
         workflow_id: str,
         run_id: str | None,
@@ -298,20 +277,6 @@ class Service(WorkflowTaskOps, ActivityOps):
         identity: str,
     ) -> None:
         """End the run at once: no workflow code runs."""
-        await self.store.transaction(
-            self._terminate_tx, namespace, workflow_id, run_id, reason, details, identity
-        )
-
-    def _terminate_tx(
-        self,
-        tx: StoreTx,
-        namespace: str,
-        workflow_id: str,
-        run_id: str | None,
-        reason: str,
-        details: list[JsonDict] | None,
-        identity: str,
-    ) -> None:
         rs = self._open_run(tx, namespace, workflow_id, run_id)
         self._terminate(rs, reason, details, identity)
         rs.flush()
@@ -362,36 +327,27 @@ class Service(WorkflowTaskOps, ActivityOps):
     # reads
     # =================================================================================
 
-    async def resolve_run(self, namespace: str, workflow_id: str, run_id: str | None) -> Row:
+    @operation(read=True)
+    def resolve_run(self, tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None) -> Row:
         """The run row for (workflow id, run id), or the latest run of the workflow id."""
-        return await self.store.read(self._resolve_run, namespace, workflow_id, run_id)
+        return _resolve_run(tx, namespace, workflow_id, run_id)
 
-    def _resolve_run(
-        self, tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None
-    ) -> Row:
-        row = tx.get_execution(run_id) if run_id else tx.find_latest_run(namespace, workflow_id)
-        if row is None or row.workflow_id != workflow_id or row.namespace != namespace:
-            raise WorkflowNotFoundError(workflow_id, run_id)
-        return row
-
-    async def history(
-        self, run_id: str, first_event_id: int = 1, last_event_id: int | None = None
+    @operation(read=True)
+    def history(
+        self, tx: StoreTx, run_id: str, first_event_id: int = 1, last_event_id: int | None = None
     ) -> list[HistoryEvent]:
         """The stored history of a run (the events from ``first_event_id`` to
         ``last_event_id``)."""
-        return await self.store.read(_read_history, run_id, first_event_id, last_event_id)
+        return _read_history(tx, run_id, first_event_id, last_event_id)
 
-    async def run_history(
-        self, namespace: str, workflow_id: str, run_id: str | None
+    @operation(read=True)
+    def run_history(
+        self, tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None
     ) -> tuple[Row, list[HistoryEvent]]:
         """The run row (as :meth:`resolve_run` finds it) and its whole history, read in
         one snapshot."""
-
-        def fn(tx: StoreTx) -> tuple[Row, list[HistoryEvent]]:
-            row = self._resolve_run(tx, namespace, workflow_id, run_id)
-            return row, _read_history(tx, row.run_id)
-
-        return await self.store.read(fn)
+        row = _resolve_run(tx, namespace, workflow_id, run_id)
+        return row, _read_history(tx, row.run_id)
 
     async def update_workflow(
         self,
@@ -409,25 +365,9 @@ class Service(WorkflowTaskOps, ActivityOps):
         Returns ``{"success": {"payloads": [...]}}`` or ``{"failure": {...}}`` (the handler
         failed, or the validator rejected it — then nothing was written to the history).
         """
-
-        def ask(tx: StoreTx) -> int:
-            rs = self._open_run(tx, namespace, workflow_id, run_id)
-            row_id = tx.insert_update(
-                run_id=rs.run_id,
-                update_id=update_id,
-                name=name,
-                args=json.dumps(args),
-                identity=identity,
-                created_at=rs.now,
-            )
-            if not rs.has_updates:
-                rs.set(has_updates=1)
-                rs.has_updates = True
-            rs.schedule_workflow_task()  # no-op when one is pending: it takes the update
-            rs.flush()
-            return row_id
-
-        row_id = await self.store.transaction(ask)
+        row_id = await self._request_update(
+            namespace, workflow_id, run_id, name, args, update_id, identity
+        )
         channel = update_channel(row_id)
         notifier = self.store.notifier
         loop = asyncio.get_running_loop()
@@ -435,7 +375,7 @@ class Service(WorkflowTaskOps, ActivityOps):
         with self.clock.waiting_for_result():
             while True:
                 generation = notifier.generation(channel)
-                row = await self.store.read(lambda tx: tx.get_update(row_id))
+                row = await self.store.read(StoreTx.get_update, row_id)
                 if row is not None and row.state in (UPDATE_COMPLETED, UPDATE_REJECTED):
                     return dict(json_loads(row.outcome or "{}"))
                 remaining = deadline - loop.time()
@@ -445,6 +385,35 @@ class Service(WorkflowTaskOps, ActivityOps):
                         f"{timeout:g}s: is a worker polling the run's task queue?"
                     )
                 await notifier.wait(channel, min(remaining, 0.5), since=generation)
+
+    @operation
+    def _request_update(
+        self,
+        tx: StoreTx,
+        namespace: str,
+        workflow_id: str,
+        run_id: str | None,
+        name: str,
+        args: list[JsonDict],
+        update_id: str,
+        identity: str,
+    ) -> int:
+        """Record an update request for the open run's next workflow task; its row id."""
+        rs = self._open_run(tx, namespace, workflow_id, run_id)
+        row_id = tx.insert_update(
+            run_id=rs.run_id,
+            update_id=update_id,
+            name=name,
+            args=json.dumps(args),
+            identity=identity,
+            created_at=rs.now,
+        )
+        if not rs.has_updates:
+            rs.set(has_updates=1)
+            rs.has_updates = True
+        rs.schedule_workflow_task()  # no-op when one is pending: it takes the update
+        rs.flush()
+        return row_id
 
     async def query_workflow(
         self,
@@ -459,21 +428,9 @@ class Service(WorkflowTaskOps, ActivityOps):
 
         Works on open and closed runs; nothing is written to the history.
         """
-
-        def ask(tx: StoreTx) -> tuple[int, str]:
-            row = self._resolve_run(tx, namespace, workflow_id, run_id)
-            query_id = tx.insert_query(
-                namespace=namespace,
-                task_queue=row.task_queue,
-                run_id=row.run_id,
-                query_type=query_type,
-                args=json.dumps(args),
-                created_at=self.clock.now(),
-            )
-            tx.wake(wft_channel(namespace, row.task_queue))
-            return query_id, str(row.task_queue)
-
-        query_id, task_queue = await self.store.transaction(ask)
+        query_id, task_queue = await self._ask_query(
+            namespace, workflow_id, run_id, query_type, args
+        )
         notifier = self.store.notifier
         channel = query_channel(query_id)
         loop = asyncio.get_running_loop()
@@ -483,7 +440,7 @@ class Service(WorkflowTaskOps, ActivityOps):
             while True:
                 generation = notifier.generation(channel)
                 # A read: the answered query is deleted below, in the ``finally``.
-                row = await self.store.read(lambda tx: tx.get_query(query_id))
+                row = await self.store.read(StoreTx.get_query, query_id)
                 if row is not None and row.state == 3:
                     if row.failure:
                         raise WorkflowQueryFailedError(
@@ -499,80 +456,94 @@ class Service(WorkflowTaskOps, ActivityOps):
                     )
                 await notifier.wait(channel, min(remaining, 0.5), since=generation)
         finally:
-            await self.store.transaction(lambda tx: tx.delete_query(query_id))
+            await self._forget_query(query_id)
 
-    async def answer_query(
-        self, query_id: int, answer: list[JsonDict] | None, failure: str | None
+    @operation
+    def _ask_query(
+        self,
+        tx: StoreTx,
+        namespace: str,
+        workflow_id: str,
+        run_id: str | None,
+        query_type: str,
+        args: list[JsonDict],
+    ) -> tuple[int, str]:
+        """Queue a query for the run's task queue; its id and the task queue."""
+        row = _resolve_run(tx, namespace, workflow_id, run_id)
+        query_id = tx.insert_query(
+            namespace=namespace,
+            task_queue=row.task_queue,
+            run_id=row.run_id,
+            query_type=query_type,
+            args=json.dumps(args),
+            created_at=self.clock.now(),
+        )
+        tx.wake(wft_channel(namespace, row.task_queue))
+        return query_id, str(row.task_queue)
+
+    @operation
+    def _forget_query(self, tx: StoreTx, query_id: int) -> None:
+        """Delete a query, answered or given up on."""
+        tx.delete_query(query_id)
+
+    @operation
+    def answer_query(
+        self, tx: StoreTx, query_id: int, answer: list[JsonDict] | None, failure: str | None
     ) -> None:
         """Store a worker's answer to a query and wake the asker."""
+        tx.answer_query(
+            query_id,
+            None if answer is None else json.dumps(answer),
+            None if failure is None else json.dumps({"message": failure}),
+        )
+        tx.wake(query_channel(query_id))
 
-        def fn(tx: StoreTx) -> None:
-            tx.answer_query(
-                query_id,
-                None if answer is None else json.dumps(answer),
-                None if failure is None else json.dumps({"message": failure}),
-            )
-            tx.wake(query_channel(query_id))
-
-        await self.store.transaction(fn)
-
-    async def closed_among(self, run_ids: list[str]) -> list[str]:
+    @operation(read=True)
+    def closed_among(self, tx: StoreTx, run_ids: list[str]) -> list[str]:
         """Which of these runs are closed."""
+        return tx.closed_among(run_ids)
 
-        def fn(tx: StoreTx) -> list[str]:
-            return tx.closed_among(run_ids)
-
-        return await self.store.read(fn)
-
-    async def attempts(self, run_id: str) -> list[JsonDict]:
+    @operation(read=True)
+    def attempts(self, tx: StoreTx, run_id: str) -> list[JsonDict]:
         """All activity attempts of a run."""
+        out = []
+        for r in tx.attempts_of_run(run_id):
+            out.append(
+                {
+                    "scheduled_event_id": r.scheduled_event_id,
+                    "activity_id": r.activity_id,
+                    "activity_type": r.activity_type,
+                    "attempt": r.attempt,
+                    "identity": r.identity,
+                    "scheduled_time": _dt(r.scheduled_time),
+                    "started_time": _dt(r.started_time),
+                    "ended_time": _dt(r.ended_time),
+                    "outcome": r.outcome,
+                    "failure": json_loads(r.failure) if r.failure else None,
+                }
+            )
+        return out
 
-        def fn(tx: StoreTx) -> list[JsonDict]:
-            out = []
-            for r in tx.attempts_of_run(run_id):
-                out.append(
-                    {
-                        "scheduled_event_id": r.scheduled_event_id,
-                        "activity_id": r.activity_id,
-                        "activity_type": r.activity_type,
-                        "attempt": r.attempt,
-                        "identity": r.identity,
-                        "scheduled_time": _dt(r.scheduled_time),
-                        "started_time": _dt(r.started_time),
-                        "ended_time": _dt(r.ended_time),
-                        "outcome": r.outcome,
-                        "failure": json_loads(r.failure) if r.failure else None,
-                    }
-                )
-            return out
-
-        return await self.store.read(fn)
-
-    async def run_and_close_event(
-        self, namespace: str, workflow_id: str, run_id: str | None
+    @operation(read=True)
+    def run_and_close_event(
+        self, tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None
     ) -> tuple[Row, HistoryEvent | None]:
         """The run row and, if the run is closed, its closing event: one transaction."""
+        row = _resolve_run(tx, namespace, workflow_id, run_id)
+        if row.status == WorkflowExecutionStatus.RUNNING:
+            return row, None
+        event = tx.close_event(row.run_id) or tx.last_event(row.run_id)
+        if event is None:
+            return row, None
+        attrs = json_loads(event.attributes)
+        return row, HistoryEvent(event.event_id, event.event_time, event.event_type, attrs)
 
-        def fn(tx: StoreTx) -> tuple[Row, HistoryEvent | None]:
-            row = self._resolve_run(tx, namespace, workflow_id, run_id)
-            if row.status == WorkflowExecutionStatus.RUNNING:
-                return row, None
-            event = tx.close_event(row.run_id) or tx.last_event(row.run_id)
-            if event is None:
-                return row, None
-            attrs = json_loads(event.attributes)
-            return row, HistoryEvent(event.event_id, event.event_time, event.event_type, attrs)
-
-        return await self.store.read(fn)
-
-    async def describe(self, namespace: str, workflow_id: str, run_id: str | None) -> Description:
-        """Run row plus pending work."""
-        return await self.store.read(self._describe, namespace, workflow_id, run_id)
-
-    def _describe(
+    @operation(read=True)
+    def describe(
         self, tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None
     ) -> Description:
-        row = self._resolve_run(tx, namespace, workflow_id, run_id)
+        """Run row plus pending work."""
+        row = _resolve_run(tx, namespace, workflow_id, run_id)
         pending = []
         for act in tx.activity_tasks_of_run(row.run_id):
             pending.append(
@@ -624,8 +595,10 @@ class Service(WorkflowTaskOps, ActivityOps):
             pending_timers=pending_timers,
         )
 
-    async def list_runs(
+    @operation(read=True)
+    def list_runs(
         self,
+        tx: StoreTx,
         namespace: str,
         limit: int = 100,
         query: str | None = None,
@@ -634,15 +607,14 @@ class Service(WorkflowTaskOps, ActivityOps):
         """Runs of the namespace, newest first, matching the list filter ``query``; with
         ``before=(start_time, run_id)`` the page that follows that run."""
         filters = parse_filter(query)
+        return list(tx.list_executions(namespace, limit=limit, filters=filters, before=before))
 
-        def fn(tx: StoreTx) -> list[Row]:
-            return list(tx.list_executions(namespace, limit=limit, filters=filters, before=before))
 
-        return await self.store.read(fn)
-
-    # =================================================================================
-    # workflow tasks
-    # =================================================================================
+def _resolve_run(tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None) -> Row:
+    row = tx.get_execution(run_id) if run_id else tx.find_latest_run(namespace, workflow_id)
+    if row is None or row.workflow_id != workflow_id or row.namespace != namespace:
+        raise WorkflowNotFoundError(workflow_id, run_id)
+    return row
 
 
 def _dt(epoch: float | None) -> datetime | None:

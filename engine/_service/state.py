@@ -75,9 +75,6 @@ def closed_channel(run_id: str) -> str:
 TIMERS_CHANNEL = "timers"
 
 
-UPDATE_REQUESTED, UPDATE_ACCEPTED, UPDATE_COMPLETED, UPDATE_REJECTED = 1, 2, 3, 4
-
-
 def update_channel(row_id: int) -> str:
     """Wake-up channel notified when an update is accepted, completed or rejected."""
     return f"update:{row_id}"

@@ -14,7 +14,14 @@ from .._json import loads as json_loads
 from .._model import commands as cmd
 from .._model.events import HistoryEvent
 from .._store.gateway import Store
-from .._store.schema import WFT_SCHEDULED, WFT_STARTED
+from .._store.schema import (
+    UPDATE_ACCEPTED,
+    UPDATE_COMPLETED,
+    UPDATE_REJECTED,
+    UPDATE_REQUESTED,
+    WFT_SCHEDULED,
+    WFT_STARTED,
+)
 from .._store.tx import Row, StoreTx
 from ..common import (
     RetryPolicy,
@@ -26,15 +33,12 @@ from ..exceptions import InvalidArgumentError
 from . import activities
 from .children import ChildOps
 from .clock import Clock
+from .operation import operation
 from .state import (
     HISTORY_MAX_BYTES,
     HISTORY_MAX_EVENTS,
     HISTORY_WARN_BYTES,
     HISTORY_WARN_EVENTS,
-    UPDATE_ACCEPTED,
-    UPDATE_COMPLETED,
-    UPDATE_REJECTED,
-    UPDATE_REQUESTED,
     WFT_RETRY_MAX_DELAY,
     RunState,
     activity_channel,
@@ -84,8 +88,10 @@ class WorkflowTaskOps(ChildOps):
     _start_workflow: Callable[..., StartWorkflowResult]
     _terminate: Callable[..., None]
 
-    async def poll_workflow_tasks(
+    @operation
+    def poll_workflow_tasks(
         self,
+        tx: StoreTx,
         namespace: str,
         task_queue: str,
         identity: str,
@@ -95,19 +101,6 @@ class WorkflowTaskOps(ChildOps):
         """Claim up to ``limit`` ready workflow tasks (and pending queries). ``cached``
         maps run id → the next event id a worker already holds, so only the new events
         are read."""
-        return await self.store.transaction(
-            self._poll_workflow_tasks, namespace, task_queue, identity, cached, limit
-        )
-
-    def _poll_workflow_tasks(
-        self,
-        tx: StoreTx,
-        namespace: str,
-        task_queue: str,
-        identity: str,
-        cached: dict[str, int],
-        limit: int,
-    ) -> list[WorkflowTask | QueryTask]:
         now = self.clock.now()
         tasks: list[WorkflowTask | QueryTask] = []
         for q in tx.take_queries(namespace, task_queue, 16):
@@ -209,8 +202,10 @@ class WorkflowTaskOps(ChildOps):
             updates=updates,
         )
 
-    async def complete_workflow_task(
+    @operation
+    def complete_workflow_task(
         self,
+        tx: StoreTx,
         task: WorkflowTask,
         commands: list[cmd.Command],
         identity: str,
@@ -228,28 +223,6 @@ class WorkflowTaskOps(ChildOps):
         refused because new events arrived while the task ran and it tried to close the
         run: the worker must replay afresh.
         """
-        return await self.store.transaction(
-            self._complete_workflow_task, task, commands, identity, eager_activities, rejections
-        )
-
-    def _current_wft(self, tx: StoreTx, task: WorkflowTask) -> tuple[RunState, Row]:
-        rs = RunState.lock(tx, task.run_id, self.clock.now())
-        if rs is None or not rs.is_open:
-            raise TaskNotFoundError(f"run {task.run_id} is closed")
-        wft = rs.workflow_task()
-        if wft is None or wft.state != WFT_STARTED or wft.request_id != task.request_id:
-            raise TaskNotFoundError(f"workflow task of run {task.run_id} is no longer current")
-        return rs, wft
-
-    def _complete_workflow_task(
-        self,
-        tx: StoreTx,
-        task: WorkflowTask,
-        commands: list[cmd.Command],
-        identity: str,
-        eager_activities: int = 0,
-        rejections: list[tuple[str, JsonDict]] | None = None,
-    ) -> Completion:
         rs, wft = self._current_wft(tx, task)
         for update_id, failure in rejections or []:
             row_id = tx.set_update(
@@ -342,6 +315,15 @@ class WorkflowTaskOps(ChildOps):
         return Completion(
             accepted=True, activities=started, events=rs.written_events() if rs.is_open else []
         )
+
+    def _current_wft(self, tx: StoreTx, task: WorkflowTask) -> tuple[RunState, Row]:
+        rs = RunState.lock(tx, task.run_id, self.clock.now())
+        if rs is None or not rs.is_open:
+            raise TaskNotFoundError(f"run {task.run_id} is closed")
+        wft = rs.workflow_task()
+        if wft is None or wft.state != WFT_STARTED or wft.request_id != task.request_id:
+            raise TaskNotFoundError(f"workflow task of run {task.run_id} is no longer current")
+        return rs, wft
 
     def _apply_command(
         self, rs: RunState, command: cmd.Command, completed_id: int, identity: str
@@ -579,15 +561,11 @@ class WorkflowTaskOps(ChildOps):
                 str(rs.new_run_id), parent_started_event_id=row.parent_started_event_id
             )
 
-    async def fail_workflow_task(
-        self, task: WorkflowTask, cause: str, failure: JsonDict, identity: str
-    ) -> None:
-        """Record a failed workflow task; the run stays open and the task is retried."""
-        await self.store.transaction(self._fail_workflow_task, task, cause, failure, identity)
-
-    def _fail_workflow_task(
+    @operation
+    def fail_workflow_task(
         self, tx: StoreTx, task: WorkflowTask, cause: str, failure: JsonDict, identity: str
     ) -> None:
+        """Record a failed workflow task; the run stays open and the task is retried."""
         rs, wft = self._current_wft(tx, task)
         attempt = int(wft.attempt)
         if wft.scheduled_event_id is not None:
@@ -606,16 +584,13 @@ class WorkflowTaskOps(ChildOps):
         rs.schedule_workflow_task(attempt=attempt + 1, delay=wft_retry_delay(attempt))
         rs.flush()
 
-    async def retry_workflow_tasks_now(self, namespace: str, workflow_type: str) -> int:
+    @operation
+    def retry_workflow_tasks_now(self, tx: StoreTx, namespace: str, workflow_type: str) -> int:
         """Make backed-off workflow tasks of a type runnable at once (after a code fix)."""
-
-        def fn(tx: StoreTx) -> int:
-            queues = tx.expedite_workflow_tasks(namespace, workflow_type, self.clock.now())
-            for queue in queues:
-                tx.wake(wft_channel(namespace, queue))
-            return len(queues)
-
-        return await self.store.transaction(fn)
+        queues = tx.expedite_workflow_tasks(namespace, workflow_type, self.clock.now())
+        for queue in queues:
+            tx.wake(wft_channel(namespace, queue))
+        return len(queues)
 
 
 def wft_retry_delay(failed_attempt: int) -> float:

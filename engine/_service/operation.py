@@ -1,0 +1,120 @@
+"""One decorator turns a transaction function of the service into its coroutine method.
+
+An operation is written once, as the transaction function with the signature its callers
+use plus ``tx`` after ``self``::
+
+    @operation
+    def signal_workflow(self, tx: StoreTx, namespace: str, ...) -> None:
+        ...
+
+    await service.signal_workflow(namespace, ...)  # one transaction on the store
+
+``@operation`` runs it with ``Store.transaction`` (a change), ``@operation(read=True)`` with
+``Store.read`` (reads only: on SQLite a reader connection, no write lock). The method is
+made once, when the class is defined: a call does the store call and nothing else, so no
+per-call inspection or closure (keyword arguments, rare, are bound with one ``partial``).
+
+Every operation is listed in :data:`OPERATIONS`, so tests can cover each one (for
+instance ``tests/store/test_operations_pure.py``: a transaction function may run twice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from functools import partial
+from types import MethodType
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
+
+from ..exceptions import StoreConflictError
+
+if TYPE_CHECKING:
+    from .._store.gateway import Store
+    from .._store.tx import StoreTx
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class HasStore(Protocol):
+    @property
+    def store(self) -> Store: ...
+
+
+S = TypeVar("S", bound=HasStore)
+
+TxFunction = Callable[Concatenate[S, "StoreTx", P], R]
+Method = Callable[Concatenate[S, P], Coroutine[Any, Any, R]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of the service: its method's name, its transaction function."""
+
+    name: str  #: ``Class.method``
+    fn: Callable[..., Any]  #: the transaction function, ``fn(service, tx, *args)``
+    read: bool  #: run by ``Store.read`` (changes nothing)
+
+
+#: Every operation defined with :func:`operation`, in definition order.
+OPERATIONS: list[Operation] = []
+
+
+@overload
+def operation(fn: TxFunction[S, P, R], /) -> Method[S, P, R]: ...
+
+
+@overload
+def operation(
+    *, read: bool = False, conflict_retries: int = 0
+) -> Callable[[TxFunction[S, P, R]], Method[S, P, R]]: ...
+
+
+def operation(
+    fn: Callable[..., Any] | None = None, /, *, read: bool = False, conflict_retries: int = 0
+) -> Any:
+    """The coroutine method running ``fn(self, tx, *args)`` in one store transaction.
+
+    ``read=True``: a read (``Store.read``). ``conflict_retries``: run the transaction
+    again, up to that many times, when it fails with :class:`StoreConflictError` (another
+    process's change won a race; the next run sees it).
+    """
+    if fn is None:
+        return lambda f: _make(f, read, conflict_retries)
+    return _make(fn, read, conflict_retries)
+
+
+def _make(fn: Callable[..., Any], read: bool, conflict_retries: int) -> Callable[..., Any]:
+    bind = MethodType
+    method: Callable[..., Any]
+    if read:
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            tx_fn = partial(fn, self, **kwargs) if kwargs else bind(fn, self)
+            return self.store.read(tx_fn, *args)
+
+    elif not conflict_retries:
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            tx_fn = partial(fn, self, **kwargs) if kwargs else bind(fn, self)
+            return self.store.transaction(tx_fn, *args)
+
+    else:
+
+        async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            tx_fn = partial(fn, self, **kwargs) if kwargs else bind(fn, self)
+            for attempt in range(conflict_retries + 1):
+                try:
+                    return await self.store.transaction(tx_fn, *args)
+                except StoreConflictError:
+                    if attempt == conflict_retries:
+                        raise
+            raise AssertionError("unreachable")
+
+    method.__name__ = fn.__name__
+    method.__qualname__ = fn.__qualname__
+    method.__doc__ = fn.__doc__
+    method.__module__ = fn.__module__
+    method.__wrapped__ = fn  # type: ignore[union-attr]
+    OPERATIONS.append(Operation(fn.__qualname__, fn, read))
+    return method

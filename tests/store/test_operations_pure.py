@@ -1,0 +1,432 @@
+"""Every service operation that writes is a pure transaction function: run twice, in a
+SQLite batch where another change fails (the batch is rolled back and each change run
+again on its own), it leaves the world as one run alone does.
+
+Each case sets up the same scenario on two databases, runs the operation alone on one and
+inside a failing batch on the other, and compares: every table (uuids masked: they are
+random), the operation's result, the wake-ups and messages the notifier was given, and the
+clock. The cases are checked against the service's operation registry
+(``engine._service.operation.OPERATIONS``): a new writing operation without a case fails
+:func:`test_every_writing_operation_has_a_case`.
+
+SQLite only: PostgreSQL's retry path (a serialization failure, a deadlock or a lost
+connection runs the transaction again, up to five times) asks the same property of the
+same functions, and the batch is the way to force a second run deterministically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import engine._store.gateway as gateway
+from engine import Client
+from engine._model import commands as cmd
+from engine._service.clock import Clock
+from engine._service.operation import OPERATIONS
+from engine._service.service import Service
+from engine._service.types import ActivityTask, StartWorkflowRequest, WorkflowTask
+from engine._store.tx import StoreTx
+
+NS, QUEUE, WORKER = "default", "q", "worker-1"
+T0 = 1_800_000_000.0
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+#: Writing operations that have no case here, with the reason. (None today.)
+EXCLUDED: dict[str, str] = {}
+
+
+class FrozenClock(Clock):
+    """Time stands still unless a test moves it: both twins read the same times."""
+
+    skipping = True
+    auto_skip = True
+
+    def __init__(self) -> None:
+        self.t = T0
+
+    def now(self) -> float:
+        return self.t
+
+    def advance_to(self, target: float) -> None:
+        self.t = max(self.t, target)
+
+
+# -- scenarios ------------------------------------------------------------------------------
+
+Op = Callable[[], Awaitable[Any]]
+Setup = Callable[[Service, FrozenClock], Awaitable[Op]]
+
+
+def _request(workflow_id: str = "wf-1", **fields: Any) -> StartWorkflowRequest:
+    return StartWorkflowRequest(
+        namespace=NS,
+        workflow_id=workflow_id,
+        workflow_type="Flow",
+        task_queue=QUEUE,
+        input=[{"data": "MQ=="}],
+        **fields,
+    )
+
+
+async def _started(svc: Service, workflow_id: str = "wf-1", **fields: Any) -> str:
+    return (await svc.start_workflow(_request(workflow_id, **fields))).run_id
+
+
+async def _workflow_task(svc: Service, workflow_id: str = "wf-1") -> WorkflowTask:
+    await _started(svc, workflow_id)
+    tasks = await svc.poll_workflow_tasks(NS, QUEUE, WORKER, {}, 1)
+    task = tasks[0]
+    assert isinstance(task, WorkflowTask)
+    return task
+
+
+def _activity(seq: int = 1, **fields: Any) -> cmd.ScheduleActivityTask:
+    values: dict[str, Any] = dict(
+        seq=seq,
+        activity_id=str(seq),
+        activity_type="act",
+        task_queue=QUEUE,
+        input=[],
+        schedule_to_close=None,
+        schedule_to_start=60.0,
+        start_to_close=30.0,
+        heartbeat_timeout=None,
+        retry_policy={"initialInterval": "1s", "maximumAttempts": 3},
+    )
+    values.update(fields)
+    return cmd.ScheduleActivityTask(**values)
+
+
+async def _activity_task(svc: Service, **fields: Any) -> ActivityTask:
+    task = await _workflow_task(svc)
+    await svc.complete_workflow_task(task, [_activity(**fields)], WORKER)
+    (act,) = await svc.poll_activity_tasks(NS, QUEUE, WORKER, 1)
+    return act
+
+
+async def start_workflow(svc: Service, clock: FrozenClock) -> Op:
+    return lambda: svc.start_workflow(_request(memo={"m": 1}, run_timeout=100.0))
+
+
+async def start_workflow_over_a_running_one(svc: Service, clock: FrozenClock) -> Op:
+    from engine.common import WorkflowIDConflictPolicy
+
+    await _workflow_task(svc)  # a run with a started workflow task, terminated below
+    policy = WorkflowIDConflictPolicy.TERMINATE_EXISTING
+    return lambda: svc.start_workflow(_request(id_conflict_policy=policy))
+
+
+async def start_workflow_eagerly(svc: Service, clock: FrozenClock) -> Op:
+    from engine._service.activity_ops import EagerWorkflowTask
+
+    eager = EagerWorkflowTask(task_queue=QUEUE, identity=WORKER, cached={})
+    return lambda: svc.start_workflow(_request(), eager)
+
+
+async def signal_workflow(svc: Service, clock: FrozenClock) -> Op:
+    await _started(svc)
+    return lambda: svc.signal_workflow(NS, "wf-1", None, "sig", [{"data": "Mg=="}], "me")
+
+
+async def request_cancel(svc: Service, clock: FrozenClock) -> Op:
+    await _started(svc)
+    return lambda: svc.request_cancel(NS, "wf-1", None, "enough", "me")
+
+
+async def terminate(svc: Service, clock: FrozenClock) -> Op:
+    await _workflow_task(svc)
+    return lambda: svc.terminate(NS, "wf-1", None, "stop", [{"data": "Mw=="}], "me")
+
+
+async def _request_update(svc: Service, clock: FrozenClock) -> Op:
+    await _workflow_task(svc)  # a task is running: the update waits for the next one
+    return lambda: svc._request_update(NS, "wf-1", None, "upd", [], "u-1", "me")
+
+
+async def _ask_query(svc: Service, clock: FrozenClock) -> Op:
+    await _started(svc)
+    return lambda: svc._ask_query(NS, "wf-1", None, "state", [])
+
+
+async def _forget_query(svc: Service, clock: FrozenClock) -> Op:
+    await _started(svc)
+    query_id, _ = await svc._ask_query(NS, "wf-1", None, "state", [])
+    return lambda: svc._forget_query(query_id)
+
+
+async def answer_query(svc: Service, clock: FrozenClock) -> Op:
+    await _started(svc)
+    query_id, _ = await svc._ask_query(NS, "wf-1", None, "state", [])
+    return lambda: svc.answer_query(query_id, [{"data": "NA=="}], None)
+
+
+async def poll_workflow_tasks(svc: Service, clock: FrozenClock) -> Op:
+    await _started(svc, "wf-1")
+    await _started(svc, "wf-2")
+    await svc._ask_query(NS, "wf-1", None, "state", [])
+    return lambda: svc.poll_workflow_tasks(NS, QUEUE, WORKER, {}, 2)
+
+
+async def complete_workflow_task(svc: Service, clock: FrozenClock) -> Op:
+    task = await _workflow_task(svc)
+    child = cmd.StartChildWorkflowExecution(
+        seq=3, workflow_id="child-1", workflow_type="Child", task_queue=QUEUE, input=[]
+    )
+    commands: list[cmd.Command] = [
+        _activity(1),
+        _activity(2, task_queue="other"),
+        cmd.StartTimer(seq=1, timer_id="t1", duration=5.0),
+        cmd.RecordMarker(marker_name="m", details={"k": {"data": "NQ=="}}),
+        child,
+    ]
+    return lambda: svc.complete_workflow_task(task, commands, WORKER, 1)
+
+
+async def complete_workflow_task_continuing_as_new(svc: Service, clock: FrozenClock) -> Op:
+    task = await _workflow_task(svc)
+    commands: list[cmd.Command] = [
+        cmd.ContinueAsNewWorkflowExecution(workflow_type="Flow", task_queue=QUEUE, input=[])
+    ]
+    return lambda: svc.complete_workflow_task(task, commands, WORKER)
+
+
+async def fail_workflow_task(svc: Service, clock: FrozenClock) -> Op:
+    task = await _workflow_task(svc)
+    return lambda: svc.fail_workflow_task(task, "CAUSE", {"message": "boom"}, WORKER)
+
+
+async def retry_workflow_tasks_now(svc: Service, clock: FrozenClock) -> Op:
+    task = await _workflow_task(svc)
+    await svc.fail_workflow_task(task, "CAUSE", {"message": "boom"}, WORKER)
+    clock.t += 1.0  # the first retry's backoff
+    (again,) = await svc.poll_workflow_tasks(NS, QUEUE, WORKER, {}, 1)
+    assert isinstance(again, WorkflowTask)
+    await svc.fail_workflow_task(again, "CAUSE", {"message": "boom"}, WORKER)  # backs off
+    return lambda: svc.retry_workflow_tasks_now(NS, "Flow")
+
+
+async def poll_activity_tasks(svc: Service, clock: FrozenClock) -> Op:
+    task = await _workflow_task(svc)
+    await svc.complete_workflow_task(task, [_activity(1), _activity(2)], WORKER)
+    return lambda: svc.poll_activity_tasks(NS, QUEUE, WORKER, 2)
+
+
+async def complete_activity(svc: Service, clock: FrozenClock) -> Op:
+    from engine._service.activity_ops import EagerWorkflowTask
+
+    act = await _activity_task(svc)
+    eager = EagerWorkflowTask(task_queue=QUEUE, identity=WORKER, cached={act.run_id: 1})
+    return lambda: svc.complete_activity(act, [{"data": "Ng=="}], eager)
+
+
+async def fail_activity(svc: Service, clock: FrozenClock) -> Op:
+    act = await _activity_task(svc)  # retried after a backoff
+    return lambda: svc.fail_activity(act, {"message": "no", "applicationFailureInfo": {}})
+
+
+async def cancel_activity(svc: Service, clock: FrozenClock) -> Op:
+    act = await _activity_task(svc)
+    return lambda: svc.cancel_activity(act, [])
+
+
+async def heartbeat_activity(svc: Service, clock: FrozenClock) -> Op:
+    act = await _activity_task(svc, heartbeat_timeout=10.0)
+    return lambda: svc.heartbeat_activity(act, [{"data": "Nw=="}])
+
+
+async def fire_due_timers(svc: Service, clock: FrozenClock) -> Op:
+    task = await _workflow_task(svc)
+    await svc.complete_workflow_task(
+        task,
+        [cmd.StartTimer(seq=1, timer_id="t1", duration=5.0), _activity(1, start_to_close=3.0)],
+        WORKER,
+    )
+    await svc.poll_activity_tasks(NS, QUEUE, WORKER, 1)
+    await _workflow_task(svc, "wf-2")  # its workflow task times out
+    clock.t += 20.0
+    return lambda: svc.fire_due_timers()
+
+
+async def skip_to_next_timer(svc: Service, clock: FrozenClock) -> Op:
+    task = await _workflow_task(svc)
+    await svc.complete_workflow_task(
+        task, [cmd.StartTimer(seq=1, timer_id="t1", duration=500.0)], WORKER
+    )
+    return lambda: svc.skip_to_next_timer()
+
+
+CASES: dict[str, list[Setup]] = {
+    "start_workflow": [
+        start_workflow,
+        start_workflow_over_a_running_one,
+        start_workflow_eagerly,
+    ],
+    "signal_workflow": [signal_workflow],
+    "request_cancel": [request_cancel],
+    "terminate": [terminate],
+    "_request_update": [_request_update],
+    "_ask_query": [_ask_query],
+    "_forget_query": [_forget_query],
+    "answer_query": [answer_query],
+    "poll_workflow_tasks": [poll_workflow_tasks],
+    "complete_workflow_task": [
+        complete_workflow_task,
+        complete_workflow_task_continuing_as_new,
+    ],
+    "fail_workflow_task": [fail_workflow_task],
+    "retry_workflow_tasks_now": [retry_workflow_tasks_now],
+    "poll_activity_tasks": [poll_activity_tasks],
+    "complete_activity": [complete_activity],
+    "fail_activity": [fail_activity],
+    "cancel_activity": [cancel_activity],
+    "heartbeat_activity": [heartbeat_activity],
+    "fire_due_timers": [fire_due_timers],
+    "skip_to_next_timer": [skip_to_next_timer],
+}
+
+
+def _writing_operations() -> set[str]:
+    return {op.name.rsplit(".", 1)[1] for op in OPERATIONS if not op.read}
+
+
+def test_every_writing_operation_has_a_case() -> None:
+    ops = _writing_operations()
+    assert ops, "the registry is empty: is engine._service.service imported?"
+    missing = ops - set(CASES) - set(EXCLUDED)
+    assert not missing, f"writing operations without a purity case: {sorted(missing)}"
+    assert not (set(CASES) - ops), "cases for operations that no longer exist"
+
+
+# -- running a case twice -------------------------------------------------------------------
+
+
+def _fail(tx: StoreTx) -> None:
+    raise ValueError("this change fails, so its batch runs again change by change")
+
+
+def _mask(value: Any) -> Any:
+    return UUID.sub("<uuid>", value) if isinstance(value, str) else value
+
+
+def _dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(path)
+    try:
+        tables = [
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if r[0] != "dn_schema_versions"  # dated by the wall clock
+        ]
+        return {
+            t: sorted(
+                (tuple(_mask(v) for v in row) for row in conn.execute(f'SELECT * FROM "{t}"')),
+                key=repr,
+            )
+            for t in tables
+        }
+    finally:
+        conn.close()
+
+
+class _World:
+    """One twin: a database, its service, and what the service told the notifier."""
+
+    def __init__(self, client: Client, clock: FrozenClock, path: Path) -> None:
+        self.client, self.clock, self.path = client, clock, path
+        self.wakeups: list[tuple[list[str], list[tuple[str, str]]]] = []
+        notifier = client.store.notifier
+        original = notifier.notify_many
+
+        def record(channels: set[str], messages: dict[str, Any] | None = None) -> None:
+            if channels:
+                self.wakeups.append(
+                    (
+                        sorted(_mask(c) for c in channels),
+                        sorted((_mask(k), _mask(repr(v))) for k, v in (messages or {}).items()),
+                    )
+                )
+            original(channels, messages)
+
+        notifier.notify_many = record  # type: ignore[method-assign]
+
+    def state(self, result: Any) -> dict[str, Any]:
+        return {
+            "tables": _dump(self.path),
+            "result": _mask(repr(result)),
+            "wakeups": sorted(self.wakeups),
+            "clock": self.clock.now(),
+            "namespaces": sorted(self.client.service._namespaces),
+        }
+
+
+async def _world(path: Path, setup: Setup) -> tuple[_World, Op]:
+    clock = FrozenClock()
+    client = await Client.connect(f"sqlite:///{path}", clock=clock)
+    op = await setup(client.service, clock)
+    world = _World(client, clock, path)
+    return world, op
+
+
+async def _in_failing_batch(store: gateway.Store, op: Op) -> tuple[Any, Any]:
+    """Run ``op`` and a failing change as one SQLite batch: queued while the writer is held
+    busy (as in test_after_commit)."""
+    assert store._writer is not None
+    hold, holding = threading.Event(), threading.Event()
+
+    def block(tx: StoreTx) -> None:
+        holding.set()
+        hold.wait(10)
+
+    blocker = asyncio.ensure_future(store.transaction(block))
+    while not holding.is_set():
+        await asyncio.sleep(0.001)
+    jobs = [asyncio.ensure_future(op()), asyncio.ensure_future(store.transaction(_fail))]
+    await asyncio.sleep(0.05)  # both are queued behind the blocker
+    hold.set()
+    await blocker
+    result, failed = await asyncio.gather(*jobs, return_exceptions=True)
+    return result, failed
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [setup for setups in CASES.values() for setup in setups],
+    ids=lambda setup: setup.__name__.lstrip("_"),
+)
+async def test_an_operation_run_again_in_a_failing_batch_leaves_what_one_run_leaves(
+    tmp_path: Path, setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alone, alone_op = await _world(tmp_path / "alone.db", setup)
+    twice, twice_op = await _world(tmp_path / "twice.db", setup)
+    try:
+        assert alone.state(None) == twice.state(None), "the scenarios differ before the call"
+        result = await alone_op()
+
+        runs = []
+        original = gateway.StoreTx
+
+        def counted(*args: Any, **kwargs: Any) -> StoreTx:
+            runs.append(threading.current_thread().name)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(gateway, "StoreTx", counted)
+        result_twice, failed = await _in_failing_batch(twice.client.store, twice_op)
+        monkeypatch.undo()
+
+        assert isinstance(failed, ValueError)
+        if isinstance(result_twice, BaseException):
+            raise result_twice
+        # The blocker; then the operation and the failing change in one batch; then each
+        # again on its own.
+        assert len(runs) == 5, runs
+        assert twice.state(result_twice) == alone.state(result)
+    finally:
+        await alone.client.close()
+        await twice.client.close()
