@@ -421,7 +421,9 @@ def test_notebook_widgets_and_web_ui_in_jupyterlab(lab: Lab) -> None:
             expect(ui.get_by_role("heading", name="Workflow flaky-lab")).to_be_visible()
             step = ui.locator("#history").get_by_role("row").filter(has_text="flaky_step")
             expect(step).to_contain_text("completed")
-            expect(step.get_by_role("cell", name="\u00d73", exact=True)).to_be_visible()  # attempt 3 (x3)
+            expect(
+                step.get_by_role("cell", name="\u00d73", exact=True)
+            ).to_be_visible()  # attempt 3 (x3)
             ui.screenshot(path=str(ARTIFACTS / "jupyterlab-web-ui-retries.png"), full_page=True)
         except BaseException:
             try:
