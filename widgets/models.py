@@ -36,6 +36,7 @@ __all__ = [
     "short_id",
     "tick_label",
     "timeline",
+    "timeline_ticks",
 ]
 
 #: Colour of each event category (``engine.dataframes.EVENT_CATEGORIES``).
@@ -567,6 +568,13 @@ def tick_label(at: float, step: float) -> str:
         if count:
             parts.append(f"{count} {name}")
     return " ".join(parts) or f"{at:g} s"
+
+
+def timeline_ticks(end: float | None, now: float | None) -> list[list[Any]]:
+    """The axis ticks of a timeline whose bars end at ``end`` and whose "now" line is at
+    ``now`` (seconds since the run's first event), as ``[[seconds, label], ...]``: what
+    the Timeline widget and the web UI draw."""
+    return [[at, label] for at, label in axis_ticks(max(end or 0.0, now or 0.0, 0.001))]
 
 
 def axis_ticks(end: float, max_ticks: int = 8) -> list[tuple[float, str]]:

@@ -25,6 +25,7 @@ from .models import (
     min_bar_seconds,
     offset_text,
     timeline,
+    timeline_ticks,
 )
 
 __all__ = ["Timeline"]
@@ -95,8 +96,7 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
     def _set_now(self, now: float | None) -> None:
         """Move the "now" line, and the ticks with the end of the axis."""
         self.now = now
-        end = max(float(self.data.get("end") or 0.0), now or 0.0, 0.001)
-        self.ticks = [[at, label] for at, label in axis_ticks(end)]
+        self.ticks = timeline_ticks(self.data.get("end"), now)
 
     @property
     def timeline(self) -> TimelineData:

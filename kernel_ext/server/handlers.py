@@ -27,7 +27,7 @@ from engine.exceptions import (
     WorkflowNotFoundError,
     WorkflowUpdateFailedError,
 )
-from widgets.models import HistoryModel, axis_ticks, timeline
+from widgets.models import HistoryModel, timeline, timeline_ticks
 
 STATIC = Path(__file__).parent / "static"
 AUTH_RESOURCE = "durable"
@@ -388,8 +388,7 @@ class TimelineHandler(DurableAPIHandler):
         attempts = await handle.fetch_attempts()
         now = None if model.closed else client.clock.now()
         data = timeline(model, attempts, now=now).to_json()
-        end = max(float(data["end"] or 0.0), data["now"] or 0.0, 0.001)
-        data["ticks"] = [[at, label] for at, label in axis_ticks(end)]
+        data["ticks"] = timeline_ticks(data["end"], data["now"])
         self.write_json(data)
 
 

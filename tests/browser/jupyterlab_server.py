@@ -11,7 +11,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .chromium import free_port
 
@@ -115,3 +115,21 @@ def shut_down(proc: subprocess.Popen[bytes], shutdown_url: str) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def new_lab_page(browser: Any, problems: list[str], timeout_ms: int) -> Any:
+    """A page for JupyterLab (1400x1000) whose script errors mark the page and, with the
+    console's errors, go to ``problems``."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(timeout_ms)
+    page.add_init_script(MARK_PAGE_ERRORS)
+    page.on("pageerror", lambda err: problems.append(f"page error: {err}"))
+    page.on(
+        "console",
+        lambda msg: (
+            problems.append(f"console {msg.type}: {msg.text} ({msg.location})")
+            if msg.type == "error"
+            else None
+        ),
+    )
+    return page

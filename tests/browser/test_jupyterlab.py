@@ -28,7 +28,12 @@ from typing import Any
 import pytest
 
 from .chromium import ARTIFACTS, launch, require_chromium
-from .jupyterlab_server import MARK_PAGE_ERRORS, shut_down, start_jupyterlab, wait_until_up
+from .jupyterlab_server import (
+    new_lab_page,
+    shut_down,
+    start_jupyterlab,
+    wait_until_up,
+)
 
 TOKEN = "jupyterlab-browser-test-token"
 NOTEBOOK = "durable-lab.ipynb"
@@ -261,18 +266,7 @@ def test_notebook_widgets_and_web_ui_in_jupyterlab(lab: Lab) -> None:
 
     with sync_playwright() as pw:
         browser = launch(pw)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(TIMEOUT_MS)
-        page.add_init_script(MARK_PAGE_ERRORS)
-        page.on("pageerror", lambda err: problems.append(f"page error: {err}"))
-        page.on(
-            "console",
-            lambda msg: (
-                problems.append(f"console {msg.type}: {msg.text} ({msg.location})")
-                if msg.type == "error"
-                else None
-            ),
-        )
+        page = new_lab_page(browser, problems, TIMEOUT_MS)
         try:
             page.goto(lab.url(f"lab/tree/{NOTEBOOK}"))
             # The widget front ends ship as prebuilt lab extensions of the pip packages.

@@ -41,7 +41,12 @@ from typing import Any
 import pytest
 
 from .chromium import ARTIFACTS, ROOT, launch, require_chromium
-from .jupyterlab_server import MARK_PAGE_ERRORS, shut_down, start_jupyterlab, wait_until_up
+from .jupyterlab_server import (
+    new_lab_page,
+    shut_down,
+    start_jupyterlab,
+    wait_until_up,
+)
 
 NOTEBOOKS = ROOT / "notebooks"
 TOKEN = "notebooks-browser-test-token"
@@ -348,16 +353,7 @@ def test_notebook_runs_all_and_keeps_its_widgets(lab: Lab, name: str) -> None:
 
     with sync_playwright() as pw:
         browser = launch(pw)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(TIMEOUT_MS)
-        page.add_init_script(MARK_PAGE_ERRORS)
-        page.on("pageerror", lambda err: problems.append(f"page error: {err}"))
-        page.on(
-            "console",
-            lambda msg: (
-                problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None
-            ),
-        )
+        page = new_lab_page(browser, problems, TIMEOUT_MS)
         try:
             expect.set_options(timeout=TIMEOUT_MS)
             page.goto(lab.url(f"lab/tree/{name}"))
