@@ -25,7 +25,6 @@ from ._listing import (
     _dt,
 )
 from ._model.definitions import WorkflowDefinition, type_hints
-from ._service.activity_ops import EagerWorkflowTask
 from ._service.clock import Clock
 from ._service.host import ServiceHost
 from ._service.service import Service
@@ -203,15 +202,6 @@ class Client:
 
     # -- starting -----------------------------------------------------------------------
 
-    def _eager_offer(self, task_queue: str) -> tuple[Any, EagerWorkflowTask] | None:
-        """A workflow poller of this client's on ``task_queue`` (in this process, on this
-        event loop) with a slot reserved for a run's first task; None if there is none."""
-        for poller in self.service.local_workflow_pollers.get((self.namespace, task_queue), ()):
-            offer = poller.offer_eager_start()
-            if offer is not None:
-                return poller, offer
-        return None
-
     async def start_workflow(
         self,
         workflow: Callable[..., Any] | str,
@@ -279,15 +269,18 @@ class Client:
             request_id=request_id or random_uuid(),
             start_delay=_seconds(start_delay, "start_delay") or 0.0,
         )
-        eager = self._eager_offer(task_queue) if request_eager_start and not start_delay else None
-        if eager is None:
+        offer = (
+            self.service.handoffs.offer_start(self.namespace, task_queue)
+            if request_eager_start and not start_delay
+            else None
+        )
+        if offer is None:
             result = await self.service.start_workflow(request, None)
         else:
-            poller, offer = eager
-            # The reserved slot is settled when the start commits (its task handed over,
-            # or the slot given back), even if this coroutine is cancelled meanwhile.
+            # The reservation is settled when the start commits (its task handed over, or
+            # the slot given back), even if this coroutine is cancelled meanwhile.
             pending = asyncio.ensure_future(self.service.start_workflow(request, offer))
-            pending.add_done_callback(lambda f: poller.settle_eager_start(_started_task(f)))
+            pending.add_done_callback(lambda f: offer.settle(_started_task(f)))
             result = await asyncio.shield(pending)
         handle = WorkflowHandle(
             self,
@@ -412,7 +405,7 @@ class WorkflowHandle:
         unread = (
             run_id is not None
             and run_id == self._started_run
-            and bool(service.local_workflow_pollers.get((client.namespace, self._started_queue)))
+            and service.handoffs.serves(client.namespace, self._started_queue)
         )
         while True:
             channel = closed_channel(run_id) if run_id else ""

@@ -242,10 +242,6 @@ class Worker:
             self._tasks.append(
                 loop.create_task(self._activities.run(), name="durable-activity-poll")
             )
-            if self._workflows is not None:
-                # Same worker, same queue: hand tasks across without a trip through it.
-                self._workflows.activities = self._activities
-                self._activities.workflows = self._workflows
 
     async def run(self) -> None:
         """Poll until cancelled or :meth:`shutdown`."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from .._store.gateway import Store
@@ -12,21 +11,13 @@ from .._store.tx import Row, StoreTx
 from ..common import WorkflowExecutionStatus
 from . import activities, timers
 from .clock import Clock
+from .handoff import Reservation
 from .operation import operation
 from .state import RunState
 from .types import ActivityTask, WorkflowTask
 
 JsonDict = dict[str, Any]
 S = WorkflowExecutionStatus
-
-
-@dataclass
-class EagerWorkflowTask:
-    """A worker offering to take the next workflow task of a run it has cached."""
-
-    task_queue: str
-    identity: str
-    cached: dict[str, int]
 
 
 class ActivityOps:
@@ -49,7 +40,7 @@ class ActivityOps:
         tx: StoreTx,
         task: ActivityTask,
         result: list[JsonDict],
-        eager: EagerWorkflowTask | None = None,
+        eager: Reservation | None = None,
     ) -> WorkflowTask | None:
         """The attempt returned a result. See :meth:`_outcome` for ``eager``."""
         return self._outcome(tx, task, eager, activities.complete, result)
@@ -60,7 +51,7 @@ class ActivityOps:
         tx: StoreTx,
         task: ActivityTask,
         failure: JsonDict,
-        eager: EagerWorkflowTask | None = None,
+        eager: Reservation | None = None,
     ) -> WorkflowTask | None:
         """The attempt raised: retry or record the failure."""
         return self._outcome(tx, task, eager, activities.failed, failure)
@@ -71,7 +62,7 @@ class ActivityOps:
         tx: StoreTx,
         task: ActivityTask,
         details: list[JsonDict],
-        eager: EagerWorkflowTask | None = None,
+        eager: Reservation | None = None,
     ) -> WorkflowTask | None:
         """The attempt stopped after a cancellation request."""
         return self._outcome(tx, task, eager, activities.canceled, details)
@@ -80,7 +71,7 @@ class ActivityOps:
         self,
         tx: StoreTx,
         task: ActivityTask,
-        eager: EagerWorkflowTask | None,
+        eager: Reservation | None,
         record: Callable[[RunState, Row, Any], None],
         value: Any,
     ) -> WorkflowTask | None:

@@ -34,8 +34,9 @@ from ..exceptions import (
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
-from .activity_ops import ActivityOps, EagerWorkflowTask
+from .activity_ops import ActivityOps
 from .clock import Clock
+from .handoff import Handoffs, Reservation
 from .operation import operation
 from .state import (
     RunState,
@@ -69,9 +70,9 @@ class Service(WorkflowTaskOps, ActivityOps):
         self.clock = clock or Clock()
         self._namespaces: set[str] = set()
         self.close_watcher = CloseWatcher(self)
-        #: Workflow pollers of this process by (namespace, task queue): a start may hand a
-        #: new run's first workflow task straight to one (see :meth:`start_workflow`).
-        self.local_workflow_pollers: dict[tuple[str, str], list[Any]] = {}
+        #: Runners of this process polling this store: work a transaction makes may be
+        #: handed straight to one (see ``handoff.py``).
+        self.handoffs = Handoffs()
 
     # =================================================================================
     # runs
@@ -81,7 +82,7 @@ class Service(WorkflowTaskOps, ActivityOps):
     # seeing its run, so the id policies decide as usual.
     @operation(conflict_retries=2)
     def start_workflow(
-        self, tx: StoreTx, req: StartWorkflowRequest, eager: EagerWorkflowTask | None = None
+        self, tx: StoreTx, req: StartWorkflowRequest, eager: Reservation | None = None
     ) -> StartWorkflowResult:
         """Start a run, applying the id reuse and conflict policies.
 
@@ -96,7 +97,7 @@ class Service(WorkflowTaskOps, ActivityOps):
         tx: StoreTx,
         req: StartWorkflowRequest,
         run_id: str | None = None,
-        eager: EagerWorkflowTask | None = None,
+        eager: Reservation | None = None,
     ) -> StartWorkflowResult:
         now = self.clock.now()
         if req.namespace not in self._namespaces:

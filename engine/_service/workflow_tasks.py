@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,7 +95,7 @@ class WorkflowTaskOps(ChildOps):
         namespace: str,
         task_queue: str,
         identity: str,
-        cached: dict[str, int],
+        cached: Mapping[str, int],
         limit: int = 1,
     ) -> list[WorkflowTask | QueryTask]:
         """Claim up to ``limit`` ready workflow tasks (and pending queries). ``cached``
@@ -129,7 +129,7 @@ class WorkflowTaskOps(ChildOps):
             tasks.append(self._start_task(rs, identity, cached))
         return tasks
 
-    def _start_task(self, rs: RunState, identity: str, cached: dict[str, int]) -> WorkflowTask:
+    def _start_task(self, rs: RunState, identity: str, cached: Mapping[str, int]) -> WorkflowTask:
         """Mark the run's scheduled workflow task started and read what the worker needs."""
         tx, now, run_id, task_queue = rs.tx, rs.now, rs.run_id, rs.task_queue
         row = rs.row

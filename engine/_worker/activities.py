@@ -15,20 +15,19 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import activity as activity_api
 from .._model.definitions import ActivityDefinition
 from .._service.activities import ActivityNotFoundError
+from .._service.handoff import Handoffs
 from .._service.service import Service
 from .._service.state import activity_channel
 from .._service.types import ActivityTask, WorkflowTask
 from ..converter import DataConverter
 from ..exceptions import ApplicationError, CancelledError, StoreError
 from .metrics import WorkerMetrics
-
-if TYPE_CHECKING:
-    from .workflows import WorkflowRunner
+from .slots import Poller
 
 log = logging.getLogger("engine.worker")
 
@@ -133,8 +132,10 @@ def threading_is_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
 _Outcome = tuple[Callable[..., Awaitable["WorkflowTask | None"]], Any]
 
 
-class ActivityRunner:
+class ActivityRunner(Poller[ActivityTask]):
     """The activity half of a worker."""
+
+    what = "activity tasks"
 
     def __init__(
         self,
@@ -150,74 +151,57 @@ class ActivityRunner:
         metrics: WorkerMetrics,
         executor: ThreadPoolExecutor | None = None,
     ) -> None:
-        self.service = service
-        self.namespace = namespace
-        self.task_queue = task_queue
+        super().__init__(
+            service,
+            namespace=namespace,
+            task_queue=task_queue,
+            identity=identity,
+            max_concurrent=max_concurrent,
+            poll_interval=poll_interval,
+            channel=activity_channel(namespace, task_queue),
+        )
         self.definitions = definitions
         self.converter = converter
-        self.identity = identity
-        self.max_concurrent = max_concurrent
-        self.poll_interval = poll_interval
         self.metrics = metrics
         metrics.activity_slots_total = max_concurrent
-        self._free = max_concurrent
-        self._free_changed = asyncio.Event()
         self._pool = executor or ThreadPoolExecutor(
             max_workers=max_concurrent, thread_name_prefix="durable-activity"
         )
         self._running: dict[tuple[str, int, int], _Running] = {}
-        #: The workflow half of the same worker, for eager workflow tasks (set by Worker).
-        self.workflows: WorkflowRunner | None = None
         self._jobs: set[asyncio.Task[None]] = set()
-        self._stopping = False
 
-    async def run(self) -> None:
-        """Poll until :meth:`stop`."""
-        channel = activity_channel(self.namespace, self.task_queue)
-        notifier = self.service.store.notifier
-        while not self._stopping:
-            if self._free <= 0:
-                self._free_changed.clear()
-                await self._free_changed.wait()
-                continue
-            generation = notifier.generation(channel)
-            limit = self._free
-            self._free -= limit  # reserved while the poll runs
-            try:
-                self.metrics.activity_polls += 1
-                tasks = await self.service.poll_activity_tasks(
-                    self.namespace, self.task_queue, self.identity, limit
-                )
-            except Exception as err:  # a database hiccup must not stop the worker for good
-                self.release(limit)
-                log.warning("polling activity tasks failed (%s); retrying in a second", err)
-                await asyncio.sleep(1.0)
-                continue
-            self.release(limit - len(tasks))
-            if not tasks:
-                await notifier.wait(channel, self.poll_interval, since=generation)
-                continue
-            for task in tasks:
-                self.start(task, reserved=True)
+    def _register(self, handoffs: Handoffs) -> None:
+        handoffs.register_activities(self)
 
-    def reserve(self, wanted: int) -> int:
-        """Reserve up to ``wanted`` slots for eager dispatch; return how many."""
-        if self._stopping:
+    async def _poll(self, limit: int) -> list[ActivityTask]:
+        self.metrics.activity_polls += 1
+        return await self.service.poll_activity_tasks(
+            self.namespace, self.task_queue, self.identity, limit
+        )
+
+    def _dispatch(self, tasks: Sequence[ActivityTask]) -> int:
+        for task in tasks:
+            self._start(task)
+        return len(tasks)
+
+    # -- hand-offs (see engine._service.handoff) ---------------------------------------
+
+    def reserve_activity_slots(self, wanted: int) -> int:
+        """Set aside up to ``wanted`` slots for attempts a completion starts eagerly."""
+        if not self._on_loop():
             return 0
-        n = max(0, min(wanted, self._free))
-        self._free -= n
-        return n
+        return self.slots.take(wanted)
 
-    def release(self, n: int) -> None:
-        """Give back reserved slots that were not used."""
-        if n > 0:
-            self._free += n
-            self._free_changed.set()
+    def release_activity_slots(self, n: int) -> None:
+        """Give back slots set aside and not used."""
+        self.slots.give(n)
 
-    def start(self, task: ActivityTask, *, reserved: bool = False) -> None:
-        """Run a claimed attempt (its slot already taken when ``reserved``)."""
-        if not reserved:
-            self._free -= 1
+    def start_reserved_activity(self, task: ActivityTask) -> None:
+        """Run an attempt started for this runner on a slot set aside."""
+        self._start(task)
+
+    def _start(self, task: ActivityTask) -> None:
+        """Run a claimed attempt (its slot already reserved)."""
         self.metrics.activity_slots_used += 1
         self.metrics.record_schedule_to_start(
             max(0.0, (task.started_time - task.current_attempt_scheduled_time) * 1000.0)
@@ -228,17 +212,10 @@ class ActivityRunner:
 
     def _done(self, job: asyncio.Task[None]) -> None:
         self._jobs.discard(job)
-        self._free += 1
+        self.slots.give(1)
         self.metrics.activity_slots_used -= 1
-        self._free_changed.set()
         if not job.cancelled() and job.exception() is not None:
             log.error("activity handler crashed", exc_info=job.exception())
-
-    def begin_stop(self) -> None:
-        """Poll no more (a poll in flight still starts what it claimed)."""
-        self._stopping = True
-        self._free_changed.set()
-        self.service.store.notifier.notify(activity_channel(self.namespace, self.task_queue))
 
     async def stop(self, grace: float = 0.0) -> None:
         """Stop polling; cancel running attempts after ``grace`` seconds; wait for them."""
@@ -338,7 +315,9 @@ class ActivityRunner:
 
     async def _report(self, task: ActivityTask, outcome: _Outcome) -> None:
         record, value = outcome
-        offer = self.workflows.offer_eager(task.run_id) if self.workflows is not None else None
+        # A workflow runner of this process holding the run may take the workflow task the
+        # outcome schedules, started in the same transaction.
+        offer = self.service.handoffs.offer_next(task.namespace, task.run_id)
         handed: WorkflowTask | None = None
         try:
             handed = await record(task, value, offer)
@@ -347,5 +326,5 @@ class ActivityRunner:
         except StoreError as err:
             log.error("could not record the outcome of activity %s: %s", task.activity_id, err)
         finally:
-            if offer is not None and self.workflows is not None:
-                self.workflows.settle_eager(handed)
+            if offer is not None:
+                offer.settle(handed)

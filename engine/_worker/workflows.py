@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import Any
 
 from .._model import commands as cmd
 from .._model.definitions import WorkflowDefinition
@@ -23,12 +25,11 @@ from .._replay.driver import CacheMismatchError, HistoryDriver
 from .._replay.handlers import WorkflowTaskError
 from .._replay.instance import WorkflowInstance
 from .._replay.replayer import answer_query
-from .._service.activity_ops import EagerWorkflowTask
+from .._service.handoff import Handoffs, Reservation
 from .._service.service import Service
 from .._service.state import wft_channel
 from .._service.types import QueryTask, WorkflowTask
 from .._service.workflow_tasks import TaskNotFoundError
-from .._store.notify import Notifier
 from ..converter import (
     MAX_PAYLOAD_BYTES,
     MAX_TRANSACTION_BYTES,
@@ -39,9 +40,7 @@ from ..converter import (
 from ..exceptions import NondeterminismError, PayloadSizeError, StoreError
 from .activation import ActivationThread, DeadlockDetected
 from .metrics import WorkerMetrics
-
-if TYPE_CHECKING:
-    from .activities import ActivityRunner
+from .slots import Poller
 
 log = logging.getLogger("engine.worker")
 
@@ -61,8 +60,10 @@ class _Cached:
     written: list[HistoryEvent] | None = None
 
 
-class WorkflowRunner:
+class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
     """The workflow half of a worker."""
+
+    what = "workflow tasks"
 
     def __init__(
         self,
@@ -79,34 +80,32 @@ class WorkflowRunner:
         poll_interval: float,
         metrics: WorkerMetrics,
     ) -> None:
-        self.service = service
-        self.namespace = namespace
-        self.task_queue = task_queue
+        super().__init__(
+            service,
+            namespace=namespace,
+            task_queue=task_queue,
+            identity=identity,
+            max_concurrent=max_concurrent,
+            poll_interval=poll_interval,
+            channel=wft_channel(namespace, task_queue),
+        )
         self.definitions = definitions
         self.converter = converter
-        self.identity = identity
         self.max_cached = max_cached
         self.deadlock_timeout = deadlock_timeout
-        self.poll_interval = poll_interval
         self.metrics = metrics
         metrics.workflow_slots_total = max_concurrent
-        self._free = max_concurrent
-        self._free_changed: asyncio.Event | None = None
-        #: The activity half of the same worker, for eager dispatch (set by the Worker).
-        self.activities: ActivityRunner | None = None
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="durable-query")
         self._activations = ActivationThread(
             deadlock_timeout, name=f"durable-workflow-{task_queue}"
         )
         self._cache: collections.OrderedDict[str, _Cached] = collections.OrderedDict()
-        #: run id -> next event id held, read by the store thread when claiming a task.
+        #: run id -> next event id held; the store thread reads it (through the read-only
+        #: view) when it starts a task for this runner, to send only the events after it.
         self._cache_next: dict[str, int] = {}
+        self._cached_view = MappingProxyType(self._cache_next)
         self._inflight: set[asyncio.Task[None]] = set()
-        self._stopping = False
         self._reported_slow: set[str] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        #: Slots reserved for eager hand-offs not settled yet.
-        self._eager_reserved = 0
 
     # -- definitions --------------------------------------------------------------------
 
@@ -119,63 +118,27 @@ class WorkflowRunner:
 
     # -- polling ------------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Poll until :meth:`stop`."""
-        channel = wft_channel(self.namespace, self.task_queue)
-        notifier = self.service.store.notifier
-        free_changed = self._free_changed = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
-        # Starts from this process may hand their first workflow task straight to us.
-        self.service.local_workflow_pollers.setdefault(
-            (self.namespace, self.task_queue), []
-        ).append(self)
-        try:
-            await self._poll(channel, notifier, free_changed)
-        finally:
-            self._leave_local_pollers()
+    def _register(self, handoffs: Handoffs) -> None:
+        handoffs.register_workflows(self)
 
-    def _leave_local_pollers(self) -> None:
-        pollers = self.service.local_workflow_pollers.get((self.namespace, self.task_queue))
-        if pollers and self in pollers:
-            pollers.remove(self)
+    async def _poll(self, limit: int) -> list[WorkflowTask | QueryTask]:
+        self.metrics.workflow_polls += 1
+        return await self.service.poll_workflow_tasks(
+            self.namespace, self.task_queue, self.identity, self._cached_view, limit
+        )
 
-    async def _poll(self, channel: str, notifier: Notifier, free_changed: asyncio.Event) -> None:
-        while not self._stopping:
-            if self._free <= 0:
-                free_changed.clear()
-                await free_changed.wait()
-                continue
-            generation = notifier.generation(channel)
-            limit = self._free
-            self._free -= limit  # reserved while the poll runs
-            try:
-                self.metrics.workflow_polls += 1
-                tasks = await self.service.poll_workflow_tasks(
-                    self.namespace, self.task_queue, self.identity, self._cache_next, limit
-                )
-            except Exception as err:  # a database hiccup must not stop the worker for good
-                self._release(limit)
-                log.warning("polling workflow tasks failed (%s); retrying in a second", err)
-                await asyncio.sleep(1.0)
-                continue
-            queries = [t for t in tasks if isinstance(t, QueryTask)]
-            claimed = [t for t in tasks if isinstance(t, WorkflowTask)]
-            self._release(limit - len(claimed))
-            for query in queries:
-                job = asyncio.get_running_loop().create_task(self._answer(query))
+    def _dispatch(self, tasks: Sequence[WorkflowTask | QueryTask]) -> int:
+        """Run claimed tasks on their reserved slots and answer queries (no slot)."""
+        used = 0
+        for task in tasks:
+            if isinstance(task, QueryTask):
+                job = asyncio.get_running_loop().create_task(self._answer(task))
                 self._inflight.add(job)
                 job.add_done_callback(self._inflight.discard)
-            if not tasks:
-                await notifier.wait(channel, self.poll_interval, since=generation)
-                continue
-            for task in claimed:
+            else:
                 self._spawn(task)
-
-    def _release(self, n: int) -> None:
-        if n > 0:
-            self._free += n
-            if self._free_changed is not None:
-                self._free_changed.set()
+                used += 1
+        return used
 
     def _spawn(self, task: WorkflowTask) -> None:
         """Handle a task whose slot is already reserved."""
@@ -186,7 +149,7 @@ class WorkflowRunner:
 
     def _done(self, job: asyncio.Task[None]) -> None:
         self._inflight.discard(job)
-        self._release(1)
+        self.slots.give(1)
         self.metrics.workflow_slots_used -= 1
         if not job.cancelled() and job.exception() is not None:
             log.error("workflow task handler crashed", exc_info=job.exception())
@@ -228,61 +191,42 @@ class WorkflowRunner:
         except StoreError as err:
             log.warning("could not store the answer to a query: %s", err)
 
-    # -- eager workflow tasks (offered to the service by the activity half) ------------
+    # -- hand-offs (see engine._service.handoff) ---------------------------------------
 
-    def offer_eager(self, run_id: str) -> EagerWorkflowTask | None:
-        """Reserve a slot to take the run's next workflow task at once, if it is cached."""
-        if run_id not in self._cache_next:
+    def reserve_workflow_task(self, run_id: str | None) -> Reservation | None:
+        """A slot for a new run's first task (``run_id`` None) or for the next task of a
+        run in the cache; None when stopping, full, not cached, or not on this loop."""
+        if not self._on_loop():
             return None
-        return self._reserve_eager()
-
-    def offer_eager_start(self) -> EagerWorkflowTask | None:
-        """Reserve a slot to take a new run's first workflow task from a start in this
-        process (on this worker's event loop), if one is free."""
-        if asyncio.get_running_loop() is not self._loop:
+        if run_id is not None and run_id not in self._cache_next:
             return None
-        return self._reserve_eager()
-
-    def _reserve_eager(self) -> EagerWorkflowTask | None:
-        if self._stopping or self._free <= 0:
+        if not self.slots.reserve_handoff():
             return None
-        self._free -= 1
-        self._eager_reserved += 1
-        return EagerWorkflowTask(self.task_queue, self.identity, self._cache_next)
+        return Reservation(
+            self,
+            "start" if run_id is None else "next",
+            self.task_queue,
+            self.identity,
+            self._cached_view,
+        )
 
-    def settle_eager_start(self, task: WorkflowTask | None) -> None:
-        """Like :meth:`settle_eager`, for the slot :meth:`offer_eager_start` reserved."""
+    def settle_workflow_task(self, reservation: Reservation, task: WorkflowTask | None) -> None:
+        """Run the task the service started for the reservation, or free its slot.
+
+        A runner that began stopping meanwhile still runs the task: :meth:`stop` waits for
+        reservations to be settled before it waits for running tasks."""
+        self.slots.settle_handoff(task is not None)
         if task is not None:
-            self.metrics.eager_workflow_starts += 1
-        self.settle_eager(task)
-
-    def settle_eager(self, task: WorkflowTask | None) -> None:
-        """Handle the task the service handed over, or give the reserved slot back.
-
-        A worker that began stopping meanwhile still runs the task: :meth:`stop` waits for
-        reserved slots to settle before it waits for running tasks."""
-        self._eager_reserved -= 1
-        if task is None:
-            self._release(1)
-        else:
+            if reservation.kind == "start":
+                self.metrics.eager_workflow_starts += 1
             self._spawn(task)
-
-    def begin_stop(self) -> None:
-        """Poll no more (a poll in flight still hands over what it claimed)."""
-        self._stopping = True
-        self._leave_local_pollers()
-        if self._free_changed is not None:
-            self._free_changed.set()
-        self.service.store.notifier.notify(wft_channel(self.namespace, self.task_queue))
 
     async def stop(self) -> None:
         """Stop polling and let running workflow tasks finish."""
         self.begin_stop()
-        deadline = asyncio.get_running_loop().time() + self.deadlock_timeout + 5
-        # Eager hand-offs in flight (a start or an activity outcome still committing) bring
+        # Hand-offs in flight (a start or an activity outcome still committing) bring
         # their task here when they commit: wait for them, then for the tasks running.
-        while self._eager_reserved > 0 and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.005)
+        await self.slots.handoffs_settled(self.deadlock_timeout + 5)
         if self._inflight:
             await asyncio.wait(list(self._inflight), timeout=self.deadlock_timeout + 5)
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -331,34 +275,27 @@ class WorkflowRunner:
             self._evict(task.run_id, forced=False)
             await self._fail(task, CAUSE_UNHANDLED, err, reason="WorkflowError")
             return
-        offered = 0
-        if self.activities is not None:
-            wanted = sum(
-                1
-                for c in commands
-                if isinstance(c, cmd.ScheduleActivityTask) and c.task_queue == self.task_queue
-            )
-            offered = self.activities.reserve(wanted)
+        wanted = sum(
+            1
+            for c in commands
+            if isinstance(c, cmd.ScheduleActivityTask) and c.task_queue == self.task_queue
+        )
+        eager = self.service.handoffs.offer_activities(self.namespace, self.task_queue, wanted)
         cached = self._cache.get(task.run_id)
         rejections = cached.driver.instance.take_rejections() if cached is not None else []
         try:
             completion = await self.service.complete_workflow_task(
-                task, commands, self.identity, offered, rejections
+                task, commands, self.identity, eager.count, rejections
             )
         except TaskNotFoundError as err:
             log.info("workflow task dropped: %s", err)
             self._evict(task.run_id, forced=False)
-            if self.activities is not None:
-                self.activities.release(offered)
+            eager.release()
             return
         except BaseException:
-            if self.activities is not None:
-                self.activities.release(offered)
+            eager.release()
             raise
-        if self.activities is not None:
-            self.activities.release(offered - len(completion.activities))
-            for activity_task in completion.activities:
-                self.activities.start(activity_task, reserved=True)
+        eager.settle(completion.activities)
         self.metrics.workflow_tasks_completed += 1
         entry = self._cache.get(task.run_id)
         if not completion.accepted or (entry is not None and entry.driver.instance.completed):

@@ -28,10 +28,10 @@ async def _poller_idle(worker: Worker, slots: int) -> None:
     runner = worker._workflows
     assert runner is not None
     for _ in range(2000):
-        if runner._loop is not None and runner._free == slots:
+        if runner._loop is not None and runner.slots.free == slots:
             return
         await asyncio.sleep(0.005)
-    raise AssertionError(f"the worker's poller never freed its slots ({runner._free}/{slots})")
+    raise AssertionError(f"the worker's poller never freed its slots ({runner.slots.free}/{slots})")
 
 
 def _shape(events: list) -> list[tuple[int, str]]:

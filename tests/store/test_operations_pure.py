@@ -124,10 +124,16 @@ async def start_workflow_over_a_running_one(svc: Service, clock: FrozenClock) ->
     return lambda: svc.start_workflow(_request(id_conflict_policy=policy))
 
 
-async def start_workflow_eagerly(svc: Service, clock: FrozenClock) -> Op:
-    from engine._service.activity_ops import EagerWorkflowTask
+def _reservation(kind: str, cached: dict[str, int]) -> Any:
+    """A hand-off reservation as a worker of this process gives it (never settled here:
+    the operation under test only reads it)."""
+    from engine._service.handoff import Reservation
 
-    eager = EagerWorkflowTask(task_queue=QUEUE, identity=WORKER, cached={})
+    return Reservation(None, kind, QUEUE, WORKER, cached)  # type: ignore[arg-type]
+
+
+async def start_workflow_eagerly(svc: Service, clock: FrozenClock) -> Op:
+    eager = _reservation("start", {})
     return lambda: svc.start_workflow(_request(), eager)
 
 
@@ -220,10 +226,8 @@ async def poll_activity_tasks(svc: Service, clock: FrozenClock) -> Op:
 
 
 async def complete_activity(svc: Service, clock: FrozenClock) -> Op:
-    from engine._service.activity_ops import EagerWorkflowTask
-
     act = await _activity_task(svc)
-    eager = EagerWorkflowTask(task_queue=QUEUE, identity=WORKER, cached={act.run_id: 1})
+    eager = _reservation("next", {act.run_id: 1})
     return lambda: svc.complete_activity(act, [{"data": "Ng=="}], eager)
 
 
