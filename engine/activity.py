@@ -1,61 +1,205 @@
 """Writing activities: ``@activity.defn`` and what activity code can ask while it runs.
 
-Names follow ``temporalio.activity``: ``info()``, ``heartbeat(*details)``,
-``is_cancelled()``. Activities may be ``async def`` (run on the worker's event loop) or
-plain functions (run in the worker's thread pool).
+Names, signatures and behaviour follow ``temporalio.activity``: ``info()``,
+``heartbeat(*details)``, ``logger``, ``is_cancelled()`` and ``wait_for_cancelled(_sync)``,
+``cancellation_details()``, ``is_worker_shutdown()`` and ``wait_for_worker_shutdown(_sync)``,
+``raise_complete_async()``, ``client()``, ``payload_converter()`` and
+``shield_thread_cancel_exception()``. Activities may be ``async def`` (run on the worker's
+event loop) or plain functions (run in the worker's thread pool).
+
+One difference, because this engine never injects exceptions into threads: a plain-function
+activity learns that it was cancelled when its next ``heartbeat()`` raises
+:class:`~engine.exceptions.CancelledError` (or by polling ``is_cancelled()`` or waiting in
+``wait_for_cancelled_sync()``), where ``temporalio`` raises into the thread at once.
+``shield_thread_cancel_exception()`` holds that error back until its block ends, as there.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import inspect
-from collections.abc import Callable, Sequence
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, overload
+from typing import Any, NoReturn, TypeVar, overload
 
 from ._model.definitions import ActivityDefinition, set_activity_definition, type_hints
+from .common import Priority, RetryPolicy
 from .exceptions import InvalidArgumentError
 
-__all__ = ["Info", "defn", "heartbeat", "in_activity", "info", "is_cancelled"]
+__all__ = [
+    "ActivityCancellationDetails",
+    "Info",
+    "LoggerAdapter",
+    "cancellation_details",
+    "client",
+    "defn",
+    "heartbeat",
+    "in_activity",
+    "info",
+    "is_cancelled",
+    "is_worker_shutdown",
+    "logger",
+    "payload_converter",
+    "raise_complete_async",
+    "shield_thread_cancel_exception",
+    "wait_for_cancelled",
+    "wait_for_cancelled_sync",
+    "wait_for_worker_shutdown",
+    "wait_for_worker_shutdown_sync",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
 class Info:
-    """About the running activity attempt (``activity.info()``)."""
+    """About the running activity attempt (``activity.info()``); the fields of
+    ``temporalio.activity.Info``, in its order."""
 
     activity_id: str
     activity_type: str
     attempt: int
-    task_queue: str
-    workflow_id: str
-    workflow_run_id: str
-    workflow_type: str
-    workflow_namespace: str
-    scheduled_time: datetime
     current_attempt_scheduled_time: datetime
-    started_time: datetime
-    schedule_to_close_timeout: timedelta | None
-    start_to_close_timeout: timedelta | None
-    heartbeat_timeout: timedelta | None
     heartbeat_details: Sequence[Any]
-    is_local: bool = False
+    heartbeat_timeout: timedelta | None
+    is_local: bool
+    namespace: str
+    schedule_to_close_timeout: timedelta | None
+    scheduled_time: datetime
+    start_to_close_timeout: timedelta | None
+    started_time: datetime
+    task_queue: str
+    #: Names this attempt to :meth:`engine.client.Client.get_async_activity_handle`.
+    task_token: bytes
+    workflow_id: str | None
+    #: Deprecated in ``temporalio`` in favour of :attr:`namespace`; the same value.
+    workflow_namespace: str | None
+    workflow_run_id: str | None
+    workflow_type: str | None
+    priority: Priority
+    retry_policy: RetryPolicy | None
+    activity_run_id: str | None = None
+
+    @property
+    def in_workflow(self) -> bool:
+        """Whether a workflow scheduled this activity."""
+        return self.workflow_id is not None
+
+    def _logger_details(self) -> Mapping[str, Any]:
+        return {
+            "activity_id": self.activity_id,
+            "activity_type": self.activity_type,
+            "attempt": self.attempt,
+            "namespace": self.namespace,
+            "task_queue": self.task_queue,
+            "workflow_id": self.workflow_id,
+            "workflow_run_id": self.workflow_run_id,
+            "workflow_type": self.workflow_type,
+        }
+
+
+@dataclass(frozen=True)
+class ActivityCancellationDetails:
+    """Why the attempt was cancelled (``cancellation_details()``); set once."""
+
+    not_found: bool = False
+    cancel_requested: bool = False
+    paused: bool = False
+    reset: bool = False
+    timed_out: bool = False
+    worker_shutdown: bool = False
+
+
+class _CompleteAsyncError(BaseException):
+    """Raised by :func:`raise_complete_async`: the worker reports no outcome."""
+
+
+class _Signal:
+    """Something that happens once (a cancellation, the worker's shutdown): waited for on
+    the activity's event loop or, blocking, from any thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._set = threading.Event()
+        self._loop = loop
+        self._async = asyncio.Event() if loop is not None else None
+
+    def set(self) -> None:
+        """Mark it happened (from any thread)."""
+        if self._set.is_set():
+            return
+        self._set.set()
+        if self._async is not None and self._loop is not None:
+            if _running_loop() is self._loop:
+                self._async.set()
+            elif not self._loop.is_closed():
+                self._loop.call_soon_threadsafe(self._async.set)
+
+    def is_set(self) -> bool:
+        return self._set.is_set()
+
+    async def wait(self, what: str) -> None:
+        if self._async is None or _running_loop() is not self._loop:
+            raise RuntimeError(
+                f"{what}() waits on the activity's event loop, in an async def activity; "
+                f"in a plain-function activity use {what}_sync()"
+            )
+        await self._async.wait()
+
+    def wait_sync(self, timeout: timedelta | float | None) -> None:
+        seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+        self._set.wait(seconds)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class _Context:
-    """What the worker provides to running activity code (set in a context variable)."""
+    """What the worker (or an ``ActivityEnvironment``) gives running activity code; held in
+    a context variable for the attempt's task or thread."""
 
     def __init__(
         self,
-        info: Info,
+        info: Info | Callable[[], Info],
         heartbeat: Callable[[Sequence[Any]], None],
-        is_cancelled: Callable[[], bool],
+        *,
+        cancelled: _Signal,
+        worker_shutdown: _Signal,
+        client: Any = None,
+        payload_converter: Any = None,
+        shield: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
-        self.info = info
+        #: The attempt's info, or (``ActivityEnvironment``) a function giving the current one.
+        self._info = info
         self.heartbeat = heartbeat
-        self.is_cancelled = is_cancelled
+        self.cancelled = cancelled
+        self.worker_shutdown = worker_shutdown
+        self.cancellation_details: ActivityCancellationDetails | None = None
+        self.client = client
+        self.payload_converter = payload_converter
+        self.shield = shield
+
+    @property
+    def info(self) -> Info:
+        return self._info if isinstance(self._info, Info) else self._info()
+
+    @property
+    def logger_details(self) -> Mapping[str, Any]:
+        return self.info._logger_details()
+
+    def cancel(self, details: ActivityCancellationDetails) -> None:
+        """Record why (the first reason stays) and signal the cancellation."""
+        if self.cancellation_details is None:
+            self.cancellation_details = details
+        self.cancelled.set()
 
 
 _current: contextvars.ContextVar[_Context | None] = contextvars.ContextVar(
@@ -68,7 +212,7 @@ def _context() -> _Context:
     if ctx is None:
         raise RuntimeError(
             "not in an activity: engine.activity functions work only inside a function "
-            "decorated with @activity.defn while a worker runs it"
+            "decorated with @activity.defn while a worker (or ActivityEnvironment) runs it"
         )
     return ctx
 
@@ -94,7 +238,115 @@ def heartbeat(*details: Any) -> None:
 
 def is_cancelled() -> bool:
     """Whether cancellation of this attempt was requested (learned from a heartbeat)."""
-    return _context().is_cancelled()
+    return _context().cancelled.is_set()
+
+
+async def wait_for_cancelled() -> None:
+    """Wait until this attempt is cancelled (``async def`` activities)."""
+    await _context().cancelled.wait("wait_for_cancelled")
+
+
+def wait_for_cancelled_sync(timeout: timedelta | float | None = None) -> None:
+    """Block until this attempt is cancelled or ``timeout`` passes (plain functions)."""
+    _context().cancelled.wait_sync(timeout)
+
+
+def cancellation_details() -> ActivityCancellationDetails | None:
+    """Why this attempt was cancelled, or None while it is not."""
+    return _context().cancellation_details
+
+
+def is_worker_shutdown() -> bool:
+    """Whether the worker running this attempt has begun to shut down."""
+    return _context().worker_shutdown.is_set()
+
+
+async def wait_for_worker_shutdown() -> None:
+    """Wait until the worker begins to shut down (``async def`` activities)."""
+    await _context().worker_shutdown.wait("wait_for_worker_shutdown")
+
+
+def wait_for_worker_shutdown_sync(timeout: timedelta | float | None = None) -> None:
+    """Block until the worker begins to shut down or ``timeout`` passes."""
+    _context().worker_shutdown.wait_sync(timeout)
+
+
+def raise_complete_async() -> NoReturn:
+    """End the activity function without an outcome: something else will complete, fail or
+    cancel the attempt later through ``client.get_async_activity_handle(task_token=
+    activity.info().task_token)`` (its start-to-close and heartbeat timeouts still run)."""
+    raise _CompleteAsyncError()
+
+
+def client() -> Any:
+    """The :class:`~engine.client.Client` of the worker running this attempt (``async
+    def`` activities only, as in ``temporalio``)."""
+    found = _context().client
+    if found is None:
+        raise RuntimeError(
+            "no client here: activity.client() works in async def activities run by a "
+            "worker; a plain-function activity has none, and in tests pass one to "
+            "ActivityEnvironment(client=...)"
+        )
+    return found
+
+
+def payload_converter() -> Any:
+    """The payload converter of the worker's data converter (for dynamic activities)."""
+    return _context().payload_converter
+
+
+@contextmanager
+def shield_thread_cancel_exception() -> Iterator[None]:
+    """In a plain-function activity, hold back the cancellation error a heartbeat would
+    raise until the block ends (then it is raised, in place of what the block returned or
+    raised). Blocks nest: only the outermost raises. Does nothing in ``async def`` code."""
+    shield = _context().shield
+    if shield is None:
+        yield
+    else:
+        with shield():
+            yield
+
+
+class LoggerAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """A logger that adds the running attempt's details to each record, as
+    ``temporalio.activity.LoggerAdapter`` does: appended to the message
+    (``activity_info_on_message``), as ``record.temporal_activity``
+    (``activity_info_on_extra``), and the whole :class:`Info` as ``record.activity_info``
+    (``full_activity_info_on_extra``, off by default). Outside an activity it logs as the
+    plain logger."""
+
+    def __init__(self, logger: logging.Logger, extra: Mapping[str, Any] | None) -> None:
+        super().__init__(logger, extra or {})
+        self.activity_info_on_message = True
+        self.activity_info_on_extra = True
+        self.full_activity_info_on_extra = False
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, Any]:
+        ctx = _current.get()
+        if ctx is None:
+            return msg, kwargs
+        if self.activity_info_on_message:
+            msg = f"{msg} ({dict(ctx.logger_details)})"
+        if self.activity_info_on_extra or self.full_activity_info_on_extra:
+            extra = dict(kwargs.get("extra") or {})  # never the caller's own dict
+            if self.activity_info_on_extra:
+                extra["temporal_activity"] = ctx.logger_details
+            if self.full_activity_info_on_extra:
+                extra["activity_info"] = ctx.info
+            kwargs["extra"] = extra
+        return msg, kwargs
+
+    @property
+    def base_logger(self) -> logging.Logger:
+        """The logger underneath, to add handlers or set levels on."""
+        base: logging.Logger = self.logger
+        return base
+
+
+#: The activity logger (``engine.activity``): each record carries the attempt's details.
+logger = LoggerAdapter(logging.getLogger(__name__), None)
 
 
 @overload

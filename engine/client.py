@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ._async_activity import AsyncActivityHandle, AsyncActivityIDReference, async_activity_handle
 from ._ids import random_uuid
 from ._json import loads as json_loads
 from ._listing import (
@@ -40,6 +41,7 @@ from .common import (
 )
 from .converter import DataConverter, Payload, check_payloads_size
 from .exceptions import (
+    AsyncActivityCancelledError,
     CancelledError,
     InvalidArgumentError,
     TerminatedError,
@@ -53,6 +55,9 @@ from .history import HistoryEvent, WorkflowHistory
 from .workflow import definition_name, handler_name
 
 __all__ = [
+    "AsyncActivityCancelledError",
+    "AsyncActivityHandle",
+    "AsyncActivityIDReference",
     "Client",
     "WorkflowExecution",
     "WorkflowExecutionAsyncIterator",
@@ -306,6 +311,26 @@ class Client:
         """Start a run and wait for its result."""
         handle = await self.start_workflow(workflow, arg, id=id, task_queue=task_queue, **kwargs)
         return await handle.result()
+
+    def get_async_activity_handle(
+        self,
+        *,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+        activity_id: str | None = None,
+        task_token: bytes | None = None,
+    ) -> AsyncActivityHandle:
+        """A handle to heartbeat, complete, fail or cancel an activity that called
+        ``activity.raise_complete_async()``: by its ``task_token``
+        (``activity.info().task_token``), or by ``workflow_id`` and ``activity_id`` (and
+        optionally ``run_id``; without it, the workflow's open run)."""
+        return async_activity_handle(
+            self,
+            workflow_id=workflow_id,
+            run_id=run_id,
+            activity_id=activity_id,
+            task_token=task_token,
+        )
 
     def get_workflow_handle(
         self,

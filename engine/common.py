@@ -8,10 +8,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import IntEnum
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "ActivityCancellationType",
+    "Priority",
     "RetryPolicy",
     "WorkflowExecutionStatus",
     "WorkflowIDConflictPolicy",
@@ -161,6 +162,25 @@ def timestamp_from_json(s: str) -> float:
         raise ValueError(f"invalid timestamp {s!r}: {err}") from err
     # Integer seconds plus the fraction as written keeps nanosecond digits out of float noise.
     return int(whole.timestamp()) + int((frac or "0").ljust(9, "0")) / _NANOS_PER_SECOND
+
+
+# --------------------------------------------------------------------------
+# priority
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Priority:
+    """Task priority as ``temporalio.common.Priority`` has it: ``priority_key`` (1 is the
+    highest; Temporal's default is 3), ``fairness_key`` and ``fairness_weight``. Accepted
+    and reported (``activity.info().priority``); this engine's queues do not reorder by it."""
+
+    priority_key: int | None = None
+    fairness_key: str | None = None
+    fairness_weight: float | None = None
+
+    default: ClassVar[Priority]
+
+
+Priority.default = Priority()
 
 
 # --------------------------------------------------------------------------

@@ -19,6 +19,11 @@ DurableError (alias TemporalError)
 │                             as new; ``.new_run_id`` names the next run
 ├── NondeterminismError       workflow code no longer produces what its history recorded
 ├── WorkflowNotFoundError
+├── ActivityNotFoundError     no such activity attempt to complete or heartbeat by token or
+│                             id (it ended, timed out, or its run closed)
+├── AsyncActivityCancelledError
+│                             an async-completed activity's heartbeat learned that it was
+│                             cancelled; ``.details`` says why
 ├── WorkflowQueryFailedError  a query found no handler, its handler raised, or no worker
 │                             answered in time
 ├── WorkflowUpdateFailedError an update's validator rejected it or its handler failed;
@@ -42,7 +47,9 @@ from typing import Any
 
 __all__ = [
     "ActivityError",
+    "ActivityNotFoundError",
     "ApplicationError",
+    "AsyncActivityCancelledError",
     "CancelledError",
     "ChildWorkflowError",
     "DatabaseURLError",
@@ -535,6 +542,22 @@ class WorkflowNotFoundError(DurableError):
         """The workflow id looked up."""
         self.run_id = run_id
         """The run id looked up, if any."""
+
+
+class ActivityNotFoundError(DurableError):
+    """No current attempt matches: the activity completed, failed, timed out or was
+    cancelled, its run closed, or the ids name nothing. (``temporalio`` raises an
+    ``RPCError`` with status ``NOT_FOUND`` here.)"""
+
+
+class AsyncActivityCancelledError(DurableError):
+    """A heartbeat through an async activity handle learned that the activity was asked to
+    cancel (``temporalio.client.AsyncActivityCancelledError``)."""
+
+    def __init__(self, details: Any = None) -> None:
+        """Create the error; ``details`` is the ``activity.ActivityCancellationDetails``."""
+        super().__init__("Activity cancelled")
+        self.details = details
 
 
 class WorkflowQueryFailedError(DurableError):

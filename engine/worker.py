@@ -237,6 +237,7 @@ class Worker:
                 converter=self.client.data_converter,
                 identity=self.identity,
                 metrics=self.metrics,
+                client=self.client,
                 **self._activity_args,  # type: ignore[arg-type]
             )
             self._tasks.append(

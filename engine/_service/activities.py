@@ -16,7 +16,7 @@ from .._model import commands as cmd
 from .._store.schema import ACT_BACKOFF, ACT_SCHEDULED, ACT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import RetryPolicy, duration_to_json
-from ..exceptions import RetryState, TimeoutType
+from ..exceptions import ActivityNotFoundError, RetryState, TimeoutType
 from .state import (
     TIMER_HORIZON,
     TIMERS_CHANNEL,
@@ -271,14 +271,11 @@ def start_attempt(
         heartbeat_timeout=act.heartbeat_timeout,
         heartbeat_details=json_loads(act.heartbeat_details) if act.heartbeat_details else [],
         request_id=request_id,
+        retry_policy=json_loads(act.retry_policy) if act.retry_policy else None,
     )
 
 
 # -- outcomes -----------------------------------------------------------------------------
-
-
-class ActivityNotFoundError(Exception):
-    """The attempt is no longer current (timed out, cancelled, or the run closed)."""
 
 
 def current(rs: RunState, token: tuple[str, int, int]) -> Row:

@@ -6,18 +6,26 @@ from collections.abc import Callable
 from typing import Any
 
 from .._store.gateway import Store
-from .._store.schema import WFT_SCHEDULED
+from .._store.schema import ACT_STARTED, WFT_SCHEDULED
 from .._store.tx import Row, StoreTx
 from ..common import WorkflowExecutionStatus
+from ..exceptions import ActivityNotFoundError
 from . import activities, timers
 from .clock import Clock
 from .handoff import Reservation
 from .operation import operation
-from .state import RunState
-from .types import ActivityTask, WorkflowTask
+from .state import RunState, dumps
+from .types import ActivityRef, ActivityTask, WorkflowTask
 
 JsonDict = dict[str, Any]
 S = WorkflowExecutionStatus
+
+#: How an activity named from outside its worker may end (``settle_activity_by_ref``).
+_OUTCOMES: dict[str, Callable[[RunState, Row, Any], None]] = {
+    "completed": activities.complete,
+    "failed": activities.failed,
+    "canceled": activities.canceled,
+}
 
 
 class ActivityOps:
@@ -110,10 +118,76 @@ class ActivityOps:
         """Record a heartbeat; True when cancellation has been requested."""
         return activities.heartbeat(tx, task.token, details, self.clock.now())
 
+    # -- activities completed from outside their worker (async completion) ------------
+
+    @operation
+    def settle_activity_by_ref(
+        self,
+        tx: StoreTx,
+        ref: ActivityRef,
+        outcome: str,
+        value: Any,
+        heartbeat_details: list[JsonDict] | None = None,
+    ) -> None:
+        """End the current attempt of an activity named by task token or ids:
+        ``outcome`` is "completed" (``value``: the result payloads), "failed" (a failure;
+        ``heartbeat_details`` go to the next attempt if it is retried) or "canceled"
+        (detail payloads). :class:`ActivityNotFoundError` when no attempt matches."""
+        rs, act = self._activity_by_ref(tx, ref)
+        if heartbeat_details:
+            tx.update_activity_task(
+                act.run_id, act.scheduled_event_id, heartbeat_details=dumps(heartbeat_details)
+            )
+        _OUTCOMES[outcome](rs, act, value)
+        rs.flush()
+
+    @operation
+    def heartbeat_activity_by_ref(
+        self, tx: StoreTx, ref: ActivityRef, details: list[JsonDict] | None
+    ) -> bool:
+        """Record a heartbeat for an activity named by task token or ids; True when
+        cancellation has been requested."""
+        _, act = self._activity_by_ref(tx, ref)
+        token = (str(act.run_id), int(act.scheduled_event_id), int(act.attempt))
+        return activities.heartbeat(tx, token, details, self.clock.now())
+
+    def _activity_by_ref(self, tx: StoreTx, ref: ActivityRef) -> tuple[RunState, Row]:
+        now = self.clock.now()
+        what = f"activity {ref.activity_id!r} of workflow {ref.workflow_id!r}" + (
+            f" (run {ref.run_id})" if ref.run_id else ""
+        )
+        run_id = ref.run_id
+        if run_id is None:
+            found = tx.find_open_run(ref.namespace, ref.workflow_id)
+            if found is None:
+                raise ActivityNotFoundError(f"{what}: the workflow has no open run")
+            run_id = str(found.run_id)
+        rs = RunState.lock(tx, run_id, now)
+        if rs is None or rs.row.workflow_id != ref.workflow_id or rs.namespace != ref.namespace:
+            raise ActivityNotFoundError(f"{what}: no such run in namespace {ref.namespace!r}")
+        if not rs.is_open:
+            raise ActivityNotFoundError(f"{what}: the run has closed")
+        if ref.scheduled_event_id is not None:
+            act = tx.get_activity_task(run_id, ref.scheduled_event_id)
+        else:
+            act = next(
+                (a for a in tx.activity_tasks_of_run(run_id) if a.activity_id == ref.activity_id),
+                None,
+            )
+        if act is None:
+            raise ActivityNotFoundError(f"{what}: it has ended (or never was)")
+        if ref.attempt is not None and act.attempt != ref.attempt:
+            raise ActivityNotFoundError(
+                f"{what}: attempt {ref.attempt} is over (attempt {act.attempt} is current)"
+            )
+        if act.state != ACT_STARTED:
+            raise ActivityNotFoundError(f"{what}: no attempt is running (it waits to retry)")
+        return rs, act
+
     def _run_for_activity(self, tx: StoreTx, task: ActivityTask) -> RunState:
         rs = RunState.lock(tx, task.run_id, self.clock.now())
         if rs is None or not rs.is_open:
-            raise activities.ActivityNotFoundError(f"run {task.run_id} is closed")
+            raise ActivityNotFoundError(f"run {task.run_id} is closed")
         return rs
 
     # -- timers -------------------------------------------------------------------------

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._model.events import HistoryEvent
 from ..common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from ..exceptions import InvalidArgumentError
 
 JsonDict = dict[str, Any]
 
@@ -96,11 +98,96 @@ class ActivityTask:
     heartbeat_timeout: float | None
     heartbeat_details: list[JsonDict] = field(default_factory=list)
     request_id: str = ""
+    retry_policy: JsonDict | None = None
 
     @property
     def token(self) -> tuple[str, int, int]:
         """Identifies this attempt in completions and heartbeats."""
         return (self.run_id, self.scheduled_event_id, self.attempt)
+
+    @property
+    def task_token(self) -> bytes:
+        """This attempt's task token (``activity.info().task_token``), for async completion."""
+        return ActivityRef(
+            namespace=self.namespace,
+            workflow_id=self.workflow_id,
+            run_id=self.run_id,
+            activity_id=self.activity_id,
+            scheduled_event_id=self.scheduled_event_id,
+            attempt=self.attempt,
+        ).to_token()
+
+
+#: Every task token starts with this (the rest is JSON): a token from elsewhere is named so.
+TASK_TOKEN_PREFIX = b"durable-activity-v1:"
+
+
+@dataclass(frozen=True)
+class ActivityRef:
+    """An activity named from outside its worker: by task token (one attempt) or by
+    workflow id, optional run id and activity id (its current attempt)."""
+
+    namespace: str
+    workflow_id: str
+    run_id: str | None
+    activity_id: str | None
+    #: Set from a task token only: the attempt it was issued to.
+    scheduled_event_id: int | None = None
+    attempt: int | None = None
+
+    def to_token(self) -> bytes:
+        body = {
+            "namespace": self.namespace,
+            "workflow_id": self.workflow_id,
+            "run_id": self.run_id,
+            "activity_id": self.activity_id,
+            "scheduled_event_id": self.scheduled_event_id,
+            "attempt": self.attempt,
+        }
+        return TASK_TOKEN_PREFIX + json.dumps(body, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_token(cls, token: object) -> ActivityRef:
+        """Read a task token; :class:`InvalidArgumentError` says what is wrong with one
+        this engine did not issue."""
+        if not isinstance(token, bytes | bytearray):
+            raise InvalidArgumentError(
+                f"task_token must be bytes (activity.info().task_token), got {type(token).__name__}"
+            )
+        token = bytes(token)
+        if not token.startswith(TASK_TOKEN_PREFIX):
+            raise InvalidArgumentError(
+                "task_token was not issued by this engine: pass activity.info().task_token "
+                f"of the attempt to complete (got {token[:32]!r}"
+                f"{'...' if len(token) > 32 else ''})"
+            )
+        try:
+            body = json.loads(token[len(TASK_TOKEN_PREFIX) :])
+            ref = cls(
+                namespace=_text(body, "namespace"),
+                workflow_id=_text(body, "workflow_id"),
+                run_id=_text(body, "run_id"),
+                activity_id=_text(body, "activity_id"),
+                scheduled_event_id=_count(body, "scheduled_event_id"),
+                attempt=_count(body, "attempt"),
+            )
+        except (ValueError, TypeError, KeyError) as err:
+            raise InvalidArgumentError(f"task_token is damaged: {err}") from None
+        return ref
+
+
+def _text(body: dict[str, Any], key: str) -> str:
+    value = body[key]
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{key} is {value!r}, not a non-empty string")
+    return value
+
+
+def _count(body: dict[str, Any], key: str) -> int:
+    value = body[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{key} is {value!r}, not a positive integer")
+    return value
 
 
 @dataclass

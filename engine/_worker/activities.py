@@ -8,24 +8,25 @@ news that the attempt is no longer current) reaches the activity.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .. import activity as activity_api
 from .._model.definitions import ActivityDefinition
-from .._service.activities import ActivityNotFoundError
 from .._service.handoff import Handoffs
 from .._service.service import Service
 from .._service.state import activity_channel
 from .._service.types import ActivityTask, WorkflowTask
+from ..common import Priority, RetryPolicy
 from ..converter import DataConverter
-from ..exceptions import ApplicationError, CancelledError, StoreError
+from ..exceptions import ActivityNotFoundError, ApplicationError, CancelledError, StoreError
 from .metrics import WorkerMetrics
 from .slots import Poller
 
@@ -43,7 +44,7 @@ def _td(seconds: float | None) -> timedelta | None:
 
 
 class _Running:
-    """One attempt in progress: its heartbeat state and how to cancel it."""
+    """One attempt in progress: its heartbeat state, its context, and how to cancel it."""
 
     def __init__(
         self, runner: ActivityRunner, task: ActivityTask, loop: asyncio.AbstractEventLoop
@@ -63,10 +64,13 @@ class _Running:
             if timeout
             else DEFAULT_HEARTBEAT_THROTTLE
         )
+        #: Set by the runner before the activity starts (see ``_execute``).
+        self.context: activity_api._Context | None = None
+        self._shields = 0  # depth of shield_thread_cancel_exception() blocks
 
     # called from activity code (any thread)
     def heartbeat(self, details: Sequence[Any]) -> None:
-        if self.cancel_requested and self.async_task is None:
+        if self.cancel_requested and self.async_task is None and not self._shields:
             # A thread-pool activity learns of cancellation by its next heartbeat raising.
             raise CancelledError("Activity cancelled")
         self.pending_details = details
@@ -74,6 +78,17 @@ class _Running:
             self._schedule()
         else:
             self.loop.call_soon_threadsafe(self._schedule)
+
+    @contextlib.contextmanager
+    def shield(self) -> Iterator[None]:
+        """``activity.shield_thread_cancel_exception()`` in a plain-function activity."""
+        self._shields += 1
+        try:
+            yield
+        finally:
+            self._shields -= 1
+            if not self._shields and self.cancel_requested:
+                raise CancelledError("Activity cancelled")
 
     def _schedule(self) -> None:
         if self.flush_scheduled:
@@ -106,14 +121,18 @@ class _Running:
         try:
             cancel = await self.runner.service.heartbeat_activity(self.task, payloads)
         except ActivityNotFoundError:
-            cancel = True  # timed out or the run closed: stop the attempt
+            # Timed out, or the run closed: stop the attempt.
+            self.request_cancel(activity_api.ActivityCancellationDetails(not_found=True))
+            return
         except StoreError as err:
             log.warning("heartbeat failed: %s", err)
             return
         if cancel:
-            self.request_cancel()
+            self.request_cancel(activity_api.ActivityCancellationDetails(cancel_requested=True))
 
-    def request_cancel(self) -> None:
+    def request_cancel(self, why: activity_api.ActivityCancellationDetails) -> None:
+        if self.context is not None:
+            self.context.cancel(why)
         if self.cancel_requested:
             return
         self.cancel_requested = True
@@ -150,6 +169,7 @@ class ActivityRunner(Poller[ActivityTask]):
         poll_interval: float,
         metrics: WorkerMetrics,
         executor: ThreadPoolExecutor | None = None,
+        client: Any = None,
     ) -> None:
         super().__init__(
             service,
@@ -169,6 +189,9 @@ class ActivityRunner(Poller[ActivityTask]):
         )
         self._running: dict[tuple[str, int, int], _Running] = {}
         self._jobs: set[asyncio.Task[None]] = set()
+        #: ``activity.client()`` in async activities (the worker's client).
+        self.client = client
+        self._shutdown = activity_api._Signal(None)
 
     def _register(self, handoffs: Handoffs) -> None:
         handoffs.register_activities(self)
@@ -217,13 +240,23 @@ class ActivityRunner(Poller[ActivityTask]):
         if not job.cancelled() and job.exception() is not None:
             log.error("activity handler crashed", exc_info=job.exception())
 
+    def begin_stop(self) -> None:
+        """Poll no more; tell running attempts the worker is shutting down
+        (``activity.is_worker_shutdown()``)."""
+        super().begin_stop()
+        self._shutdown.set()
+        for running in list(self._running.values()):
+            if running.context is not None:
+                running.context.worker_shutdown.set()
+
     async def stop(self, grace: float = 0.0) -> None:
         """Stop polling; cancel running attempts after ``grace`` seconds; wait for them."""
         self.begin_stop()
         if self._jobs and grace > 0:
             await asyncio.wait(list(self._jobs), timeout=grace)
+        why = activity_api.ActivityCancellationDetails(worker_shutdown=True)
         for running in list(self._running.values()):
-            running.request_cancel()
+            running.request_cancel(why)
         if self._jobs:
             await asyncio.wait(list(self._jobs), timeout=5.0)
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -247,48 +280,70 @@ class ActivityRunner(Poller[ActivityTask]):
             await running.flush()
         finally:
             self._running.pop(task.token, None)
-        await self._report(task, outcome)
+        if outcome is not None:
+            await self._report(task, outcome)
+
+    def _info(self, task: ActivityTask, details: Sequence[Any]) -> activity_api.Info:
+        return activity_api.Info(
+            activity_id=task.activity_id,
+            activity_type=task.activity_type,
+            attempt=task.attempt,
+            current_attempt_scheduled_time=_dt(task.current_attempt_scheduled_time),
+            heartbeat_details=details,
+            heartbeat_timeout=_td(task.heartbeat_timeout),
+            is_local=False,
+            namespace=task.namespace,
+            schedule_to_close_timeout=_td(task.schedule_to_close),
+            scheduled_time=_dt(task.scheduled_time),
+            start_to_close_timeout=_td(task.start_to_close),
+            started_time=_dt(task.started_time),
+            task_queue=task.task_queue,
+            task_token=task.task_token,
+            workflow_id=task.workflow_id,
+            workflow_namespace=task.namespace,
+            workflow_run_id=task.run_id,
+            workflow_type=task.workflow_type,
+            priority=Priority.default,
+            retry_policy=RetryPolicy.from_json(task.retry_policy) if task.retry_policy else None,
+        )
 
     async def _execute(
         self, defn: ActivityDefinition, task: ActivityTask, running: _Running
-    ) -> _Outcome:
+    ) -> _Outcome | None:
+        """Run the attempt; its outcome to report, or None when the activity said it will
+        be completed from elsewhere (``activity.raise_complete_async()``)."""
         try:
             args = self.converter.from_payloads_json(task.input, defn.arg_types)
             details = self.converter.from_payloads_json(task.heartbeat_details)
         except Exception as err:
             return (self.service.fail_activity, self.converter.to_failure(err))
-        info = activity_api.Info(
-            activity_id=task.activity_id,
-            activity_type=task.activity_type,
-            attempt=task.attempt,
-            task_queue=task.task_queue,
-            workflow_id=task.workflow_id,
-            workflow_run_id=task.run_id,
-            workflow_type=task.workflow_type,
-            workflow_namespace=task.namespace,
-            scheduled_time=_dt(task.scheduled_time),
-            current_attempt_scheduled_time=_dt(task.current_attempt_scheduled_time),
-            started_time=_dt(task.started_time),
-            schedule_to_close_timeout=_td(task.schedule_to_close),
-            start_to_close_timeout=_td(task.start_to_close),
-            heartbeat_timeout=_td(task.heartbeat_timeout),
-            heartbeat_details=details,
+        loop = asyncio.get_running_loop()
+        ctx = activity_api._Context(
+            self._info(task, details),
+            running.heartbeat,
+            cancelled=activity_api._Signal(loop),
+            worker_shutdown=activity_api._Signal(loop),
+            client=self.client if defn.is_async else None,
+            payload_converter=self.converter.payload_converter,
+            shield=None if defn.is_async else running.shield,
         )
-        ctx = activity_api._Context(info, running.heartbeat, lambda: running.cancel_requested)
+        running.context = ctx
+        if self._shutdown.is_set():
+            ctx.worker_shutdown.set()
+        context = contextvars.copy_context()
+        context.run(activity_api._current.set, ctx)
         try:
             if defn.is_async:
-                context = contextvars.copy_context()
-                context.run(activity_api._current.set, ctx)
-                coro = defn.fn(*args)
-                running.async_task = asyncio.get_running_loop().create_task(coro, context=context)
+                running.async_task = loop.create_task(defn.fn(*args), context=context)
                 if running.cancel_requested:
                     running.async_task.cancel()
                 result = await running.async_task
             else:
-                context = contextvars.copy_context()
-                context.run(activity_api._current.set, ctx)
                 call = functools.partial(context.run, defn.fn, *args)
-                result = await asyncio.get_running_loop().run_in_executor(self._pool, call)
+                result = await loop.run_in_executor(self._pool, call)
+        except activity_api._CompleteAsyncError:
+            log.debug("activity %s will be completed asynchronously", task.activity_id)
+            return None
         except BaseException as err:
             if (
                 isinstance(err, (asyncio.CancelledError, CancelledError))

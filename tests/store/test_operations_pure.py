@@ -246,6 +246,33 @@ async def heartbeat_activity(svc: Service, clock: FrozenClock) -> Op:
     return lambda: svc.heartbeat_activity(act, [{"data": "Nw=="}])
 
 
+def _ref(act: Any, *, by_token: bool) -> Any:
+    from engine._service.types import ActivityRef
+
+    if by_token:
+        return ActivityRef.from_token(act.task_token)
+    return ActivityRef(NS, act.workflow_id, None, act.activity_id)
+
+
+async def settle_activity_by_token(svc: Service, clock: FrozenClock) -> Op:
+    act = await _activity_task(svc)
+    ref = _ref(act, by_token=True)
+    return lambda: svc.settle_activity_by_ref(ref, "completed", [{"data": "Ng=="}])
+
+
+async def fail_activity_by_ids(svc: Service, clock: FrozenClock) -> Op:
+    act = await _activity_task(svc)  # retried after a backoff, with heartbeat details
+    ref = _ref(act, by_token=False)
+    failure = {"message": "no", "applicationFailureInfo": {}}
+    return lambda: svc.settle_activity_by_ref(ref, "failed", failure, [{"data": "Nw=="}])
+
+
+async def heartbeat_activity_by_ref(svc: Service, clock: FrozenClock) -> Op:
+    act = await _activity_task(svc, heartbeat_timeout=10.0)
+    ref = _ref(act, by_token=False)
+    return lambda: svc.heartbeat_activity_by_ref(ref, [{"data": "Nw=="}])
+
+
 async def fire_due_timers(svc: Service, clock: FrozenClock) -> Op:
     task = await _workflow_task(svc)
     await svc.complete_workflow_task(
@@ -292,6 +319,8 @@ CASES: dict[str, list[Setup]] = {
     "fail_activity": [fail_activity],
     "cancel_activity": [cancel_activity],
     "heartbeat_activity": [heartbeat_activity],
+    "settle_activity_by_ref": [settle_activity_by_token, fail_activity_by_ids],
+    "heartbeat_activity_by_ref": [heartbeat_activity_by_ref],
     "fire_due_timers": [fire_due_timers],
     "skip_to_next_timer": [skip_to_next_timer],
 }
