@@ -19,9 +19,7 @@ CHECKS = HERE / "temporal_activity_env.py"
 
 def _swap_imports(source: str) -> str:
     """``from temporalio...`` / ``import temporalio...`` lines name ``engine`` instead."""
-    return re.sub(
-        r"^(from|import) temporalio\b", r"\1 engine", source, flags=re.MULTILINE
-    )
+    return re.sub(r"^(from|import) temporalio\b", r"\1 engine", source, flags=re.MULTILINE)
 
 
 def _run(path: Path) -> dict[str, str]:
