@@ -154,6 +154,43 @@ class RecordMarker(Command):
         return f"RecordMarker({self.marker_name})"
 
 
+#: The search attribute in which Temporal's SDKs list the patches a run has used.
+CHANGE_VERSION_ATTRIBUTE = "TemporalChangeVersion"
+
+
+@dataclass
+class UpsertWorkflowSearchAttributes(Command):
+    """Set search attributes of the run (becomes UpsertWorkflowSearchAttributes).
+
+    ``search_attributes`` maps each name to its payload JSON (Temporal's ``indexedFields``;
+    search attributes never go through the payload codec)."""
+
+    search_attributes: dict[str, JsonDict]
+    event_type = "UpsertWorkflowSearchAttributes"
+
+    @property
+    def is_change_version(self) -> bool:
+        """Whether this is the upsert ``patched()`` makes, listing the patches used."""
+        return set(self.search_attributes) == {CHANGE_VERSION_ATTRIBUTE}
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """The same attribute names."""
+        fields = ((attrs.get("searchAttributes") or {}).get("indexedFields")) or {}
+        return event_type == self.event_type and set(fields) == set(self.search_attributes)
+
+    def describe(self) -> str:
+        """Description."""
+        return f"UpsertWorkflowSearchAttributes({', '.join(sorted(self.search_attributes))})"
+
+
+def is_change_version_event(event_type: str, attrs: JsonDict) -> bool:
+    """Whether a recorded event is the upsert of the patches a run has used."""
+    if event_type != "UpsertWorkflowSearchAttributes":
+        return False
+    fields = ((attrs.get("searchAttributes") or {}).get("indexedFields")) or {}
+    return set(fields) == {CHANGE_VERSION_ATTRIBUTE}
+
+
 @dataclass
 class CompleteWorkflowExecution(Command):
     """Finish the run with a result."""

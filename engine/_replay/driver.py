@@ -11,12 +11,14 @@ activated for real and its commands are returned.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from .._model import commands as cmd
 from .._model.events import HistoryEvent
+from ..converter import DataConverter
 from ..exceptions import NondeterminismError
 from . import jobs as j
 from .instance import PATCH_MARKER, WorkflowInstance
@@ -165,7 +167,7 @@ class HistoryDriver:
         for event in upcoming:
             if event.event_type in _TASK_BOUNDARY:
                 break
-            patch_id = _patch_id(event)
+            patch_id = _patch_id(event, self.instance.converter)
             if patch_id is not None:
                 patches.append(j.NotifyHasPatch(patch_id))
             if event.event_type == "WorkflowExecutionUpdateAccepted":
@@ -233,14 +235,30 @@ class HistoryDriver:
     # -- matching -------------------------------------------------------------------------
 
     def _match_one(self, event: HistoryEvent) -> None:
-        """Match one recorded command event with the next command the code produced."""
+        """Match one recorded command event with the next command the code produced.
+
+        Two kinds are the SDK's bookkeeping, not the code's steps, and are matched
+        leniently: patch markers (a marker the code no longer asks about is fine) and the
+        upsert of ``TemporalChangeVersion`` that follows each marker (histories written
+        before this engine made it, or without it, replay; one that has it matches it)."""
+        while self._unmatched and _is_change_version(self._unmatched[0]):
+            if cmd.is_change_version_event(event.event_type, event.attributes):
+                self._recorded(self._unmatched.pop(0), event)
+                return
+            self._unmatched.pop(0)  # the history has no upsert here
         if not self._unmatched:
-            if _patch_id(event) is not None:
+            if _patch_id(event, self.instance.converter) is not None:
                 return  # a patch marker the code no longer asks about is fine
+            if cmd.is_change_version_event(event.event_type, event.attributes):
+                return
             raise self._mismatch(event, None)
         command = self._unmatched[0]
         if not command.matches(event.event_type, event.attributes):
-            if _patch_id(event) is not None and not isinstance(command, cmd.RecordMarker):
+            if _patch_id(event, self.instance.converter) is not None and not isinstance(
+                command, cmd.RecordMarker
+            ):
+                return
+            if cmd.is_change_version_event(event.event_type, event.attributes):
                 return
             raise self._mismatch(event, command)
         self._unmatched.pop(0)
@@ -253,6 +271,7 @@ class HistoryDriver:
             c
             for c in self._unmatched
             if not (isinstance(c, cmd.RecordMarker) and c.marker_name == PATCH_MARKER)
+            and not _is_change_version(c)
         ]
         self._unmatched = []
         if not leftovers:
@@ -333,7 +352,16 @@ def describe_event(event: HistoryEvent) -> str:
     return names.get(kind, kind)
 
 
-def _patch_id(event: HistoryEvent) -> str | None:
+def _is_change_version(command: cmd.Command) -> bool:
+    return isinstance(command, cmd.UpsertWorkflowSearchAttributes) and command.is_change_version
+
+
+def _patch_id(event: HistoryEvent, converter: DataConverter | None = None) -> str | None:
+    """The patch id a ``core_patch`` marker records, or None for any other event.
+
+    Temporal's SDKs (and this engine) write the marker's payload as plain JSON; earlier
+    versions of this engine sent it through the payload codec, so a payload in another
+    encoding is decoded with ``converter`` (the run's data converter) when one is given."""
     if event.event_type != "MarkerRecorded":
         return None
     attrs = event.attributes
@@ -343,11 +371,14 @@ def _patch_id(event: HistoryEvent) -> str | None:
     payloads = (details.get("patch_data") or details.get("patch-data") or {}).get("payloads")
     if not payloads:
         return None
-    import base64
-
+    data: Any = None
     try:
-        data = json.loads(base64.b64decode(payloads[0].get("data", "")))
-    except (ValueError, TypeError):
+        encoding = base64.b64decode((payloads[0].get("metadata") or {}).get("encoding", ""))
+        if encoding == b"json/plain":
+            data = json.loads(base64.b64decode(payloads[0].get("data", "")))
+        elif converter is not None:
+            data = converter.from_payloads_json(payloads[:1])[0]
+    except Exception:  # a damaged marker names no patch
         return None
     value = data.get("id") if isinstance(data, dict) else None
     return str(value) if value is not None else None

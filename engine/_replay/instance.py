@@ -11,6 +11,8 @@ the code until it is blocked, returning the commands it produced. No I/O happens
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import logging
 import random as _random
 import uuid
@@ -43,6 +45,10 @@ log = logging.getLogger("engine.workflow")
 JsonDict = dict[str, Any]
 
 PATCH_MARKER = "core_patch"
+#: Temporal's core SDK flag "a patch also upserts TemporalChangeVersion", written in the
+#: sdkMetadata of the workflow task that first did so; temporalio's replayer expects the
+#: upserts only in a history that carries it.
+FLAG_UPSERT_CHANGE_VERSION = 2
 
 
 @dataclass
@@ -109,6 +115,11 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         self._rng: _random.Random | None = None  # made on first use (most runs never ask)
         self._patches_seen: set[str] = set()
         self._patches_memo: dict[str, bool] = {}
+        #: The patches this run has used, in order (the value of TemporalChangeVersion).
+        self._change_versions: list[str] = []
+        #: SDK flags to record in the next workflow task's completion (see take_sdk_flags).
+        self._sdk_flags: list[int] = []
+        self._sdk_flags_sent: set[int] = set()
         self._history_length = 0
         self._history_size = 0
         self._suggest_can = False
@@ -347,13 +358,35 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
             return self._patches_memo[patch_id]
         use_new = (not self._replaying) or patch_id in self._patches_seen
         if use_new:
-            data = self.converter.to_payloads_json([{"id": patch_id, "deprecated": deprecated}])
+            # As Temporal's core SDK writes them: plain JSON, never through the payload
+            # codec (the marker is the SDK's, not the workflow's data), then the upsert of
+            # every patch the run has used so far. "patch-data", with a hyphen: the key
+            # Temporal's SDKs read.
+            marker = _json_payload({"id": patch_id, "deprecated": deprecated})
             self._commands.append(
-                # "patch-data", with a hyphen: the key Temporal's SDKs read.
-                cmd.RecordMarker(PATCH_MARKER, {"patch-data": {"payloads": data}})
+                cmd.RecordMarker(PATCH_MARKER, {"patch-data": {"payloads": [marker]}})
             )
+            if patch_id not in self._change_versions:
+                self._change_versions.append(patch_id)
+            versions = _json_payload(self._change_versions, search_type="KeywordList")
+            self._commands.append(
+                cmd.UpsertWorkflowSearchAttributes({cmd.CHANGE_VERSION_ATTRIBUTE: versions})
+            )
+            if not self._replaying:
+                self._use_sdk_flag(FLAG_UPSERT_CHANGE_VERSION)
         self._patches_memo[patch_id] = use_new
         return use_new
+
+    def _use_sdk_flag(self, flag: int) -> None:
+        if flag not in self._sdk_flags_sent:
+            self._sdk_flags_sent.add(flag)
+            self._sdk_flags.append(flag)
+
+    def take_sdk_flags(self) -> list[int]:
+        """SDK flags the commands of this activation depend on, for the completion's
+        ``sdkMetadata.coreUsedFlags`` (each given once per instance)."""
+        flags, self._sdk_flags = self._sdk_flags, []
+        return flags
 
     def continue_as_new_error(self, args: Sequence[Any], options: dict[str, Any]) -> BaseException:
         """Build the exception that unwinds the workflow into a continue-as-new."""
@@ -739,3 +772,12 @@ def _info_from_start(inst: WorkflowInstance, attrs: JsonDict, start_time: float)
         history_size=0,
         continue_as_new_suggested=False,
     )
+
+
+def _json_payload(value: Any, *, search_type: str | None = None) -> JsonDict:
+    """A ``json/plain`` payload as Temporal's SDKs write their own (compact JSON)."""
+    metadata = {"encoding": base64.b64encode(b"json/plain").decode()}
+    if search_type is not None:
+        metadata["type"] = base64.b64encode(search_type.encode()).decode()
+    data = json.dumps(value, separators=(",", ":")).encode()
+    return {"metadata": metadata, "data": base64.b64encode(data).decode()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -211,8 +211,14 @@ class WorkflowTaskOps(ChildOps):
         identity: str,
         eager_activities: int = 0,
         rejections: list[tuple[str, JsonDict]] | None = None,
+        sdk_flags: Sequence[int] = (),
     ) -> Completion:
         """Record a completed workflow task and turn its commands into events.
+
+        ``sdk_flags``: Temporal's core SDK flags the commands depend on, recorded in the
+        ``WorkflowTaskCompleted`` event's ``sdkMetadata.coreUsedFlags`` as Temporal's SDKs
+        record them (a patch's upsert of ``TemporalChangeVersion`` needs flag 2 for
+        ``temporalio`` to replay the history).
 
         ``rejections`` are updates whose validator refused them: they are answered and
         leave no trace in the history.
@@ -259,7 +265,7 @@ class WorkflowTaskOps(ChildOps):
                 "scheduledEventId": str(scheduled_id),
                 "startedEventId": str(started_id),
                 "identity": identity,
-                "sdkMetadata": {},
+                "sdkMetadata": {"coreUsedFlags": list(sdk_flags)} if sdk_flags else {},
                 "meteringMetadata": {},
             },
         )
@@ -375,6 +381,15 @@ class WorkflowTaskOps(ChildOps):
                 },
             )
             rs.tx.delete_timers(rs.run_id, ("user",), started_id)
+        elif isinstance(command, cmd.UpsertWorkflowSearchAttributes):
+            # Recorded in the history (visibility does not index it yet: issue 15).
+            rs.add_event(
+                "UpsertWorkflowSearchAttributes",
+                {
+                    "workflowTaskCompletedEventId": wtc,
+                    "searchAttributes": {"indexedFields": dict(command.search_attributes)},
+                },
+            )
         elif isinstance(command, cmd.RecordMarker):
             attrs: JsonDict = {"markerName": command.marker_name, "details": command.details}
             attrs["workflowTaskCompletedEventId"] = wtc

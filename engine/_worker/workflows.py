@@ -282,10 +282,12 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         )
         eager = self.service.handoffs.offer_activities(self.namespace, self.task_queue, wanted)
         cached = self._cache.get(task.run_id)
-        rejections = cached.driver.instance.take_rejections() if cached is not None else []
+        instance = cached.driver.instance if cached is not None else None
+        rejections = instance.take_rejections() if instance is not None else []
+        flags = instance.take_sdk_flags() if instance is not None else []
         try:
             completion = await self.service.complete_workflow_task(
-                task, commands, self.identity, eager.count, rejections
+                task, commands, self.identity, eager.count, rejections, flags
             )
         except TaskNotFoundError as err:
             log.info("workflow task dropped: %s", err)

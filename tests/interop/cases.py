@@ -77,6 +77,13 @@ CASES: list[Case] = [
     Case("continue_as_new", code.CountdownWF, 1, "WorkflowExecutionContinuedAsNew"),
     Case("patched", code.PatchedWF, "Temporal", "WorkflowExecutionCompleted"),
     Case(
+        "patches_with_change_version",
+        code.PatchesWF,
+        "Temporal",
+        "WorkflowExecutionCompleted",
+        result="Hello, Temporal! then slept",
+    ),
+    Case(
         "child_workflow",
         code.ParentWF,
         "Temporal",

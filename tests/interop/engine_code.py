@@ -186,6 +186,25 @@ class PatchedWF:
 
 
 @workflow.defn
+class PatchesWF:
+    """Two changes and a deprecated one: each patch is recorded with the list of the
+    patches the run has used (Temporal's TemporalChangeVersion)."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        parts = []
+        if workflow.patched("first-change"):
+            parts.append(
+                await workflow.execute_activity(say_hello, name, start_to_close_timeout=TIMEOUT)
+            )
+        if workflow.patched("second-change"):
+            await workflow.sleep(0.1)
+            parts.append("then slept")
+        workflow.deprecate_patch("old-change")
+        return " ".join(parts)
+
+
+@workflow.defn
 class CancelCleanupWF:
     """Waits 30 days; when cancelled, releases what it holds, then reports the cancel."""
 
@@ -247,6 +266,7 @@ ALL_WORKFLOWS = [
     FailedActivityWF,
     CaughtFailureWF,
     PatchedWF,
+    PatchesWF,
     CancelCleanupWF,
     CountdownWF,
     HeartbeatWF,

