@@ -27,7 +27,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NoReturn, TypeVar, overload
 
-from ._model.definitions import ActivityDefinition, set_activity_definition, type_hints
+from ._model.definitions import (
+    ActivityDefinition,
+    callable_hints,
+    is_async_callable,
+    set_activity_definition,
+    type_hints,
+)
 from .common import Priority, RetryPolicy
 from .exceptions import InvalidArgumentError
 
@@ -354,26 +360,61 @@ def defn(fn: F) -> F: ...
 
 
 @overload
-def defn(*, name: str | None = None) -> Callable[[F], F]: ...
+def defn(
+    *, name: str | None = None, no_thread_cancel_exception: bool = False
+) -> Callable[[F], F]: ...
 
 
-def defn(fn: F | None = None, *, name: str | None = None) -> F | Callable[[F], F]:
-    """Mark a function as an activity. ``name`` (the activity type) defaults to its name."""
+def defn(
+    fn: F | None = None, *, name: str | None = None, no_thread_cancel_exception: bool = False
+) -> F | Callable[[F], F]:
+    """Mark an activity: a function, a method (register the bound method of an instance
+    with the worker: ``activities=[store.charge]``) or a class whose instances are called
+    (``activities=[Charger(db)]``). ``name`` (the activity type) defaults to the function's
+    or class's name. ``no_thread_cancel_exception=True``: a plain-function activity's
+    heartbeat never raises its cancellation; it checks ``activity.is_cancelled()``."""
 
     def decorate(f: F) -> F:
         if not callable(f):
-            raise InvalidArgumentError("@activity.defn must decorate a function")
-        arg_types, return_type = type_hints(f, skip_self=False)
+            raise InvalidArgumentError("@activity.defn must decorate a function or a class")
+        if getattr(f, "__durable_activity_definition__", None) is not None and not isinstance(
+            f, type
+        ):
+            raise InvalidArgumentError(
+                f"{getattr(f, '__qualname__', f)!r} is decorated with @activity.defn twice"
+            )
+        for param in inspect.signature(
+            f.__call__ if isinstance(f, type) else f
+        ).parameters.values():  # type: ignore[operator]
+            if param.kind == inspect.Parameter.KEYWORD_ONLY:
+                raise InvalidArgumentError(
+                    f"activity {getattr(f, '__qualname__', f)!r} has the keyword-only "
+                    f"parameter {param.name!r}: activity arguments are positional, as in "
+                    "Temporal"
+                )
+        arg_types, return_type = (
+            callable_hints(f)
+            if isinstance(f, type)
+            else type_hints(f, skip_self=_is_method_in_class_body(f))
+        )
         set_activity_definition(
             f,
             ActivityDefinition(
                 name=name or f.__name__,
                 fn=f,
-                is_async=inspect.iscoroutinefunction(f),
+                is_async=is_async_callable(f),
                 arg_types=arg_types,
                 return_type=return_type,
+                no_thread_cancel_exception=no_thread_cancel_exception,
             ),
         )
         return f
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _is_method_in_class_body(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` is being defined in a class body (its first parameter is ``self``)."""
+    qualname = getattr(fn, "__qualname__", "")
+    params = list(inspect.signature(fn).parameters)
+    return "." in qualname.replace("<locals>.", "") and bool(params) and params[0] == "self"

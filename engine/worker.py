@@ -136,8 +136,13 @@ class Worker:
             self._workflow_defs[defn.name] = defn
         self._activity_defs: dict[str, ActivityDefinition] = {}
         for fn in activities:
+            if isinstance(fn, type):
+                raise InvalidArgumentError(
+                    f"activities=[{fn.__name__}] passes the class: pass an instance of it "
+                    f"(activities=[{fn.__name__}(...)]), which the worker calls"
+                )
             adefn = ActivityDefinition.of(fn)
-            if adefn.name in self._activity_defs and self._activity_defs[adefn.name].fn is not fn:
+            if adefn.name in self._activity_defs and self._activity_defs[adefn.name].fn != fn:
                 raise InvalidArgumentError(f"two activities are named {adefn.name!r}")
             self._activity_defs[adefn.name] = adefn
         self._grace = graceful_shutdown_timeout.total_seconds()

@@ -61,17 +61,54 @@ class ActivityDefinition:
     is_async: bool
     arg_types: list[Any]
     return_type: Any
+    #: ``@activity.defn(no_thread_cancel_exception=True)``: a plain-function activity's
+    #: heartbeat never raises the cancellation (it polls ``activity.is_cancelled()``).
+    no_thread_cancel_exception: bool = False
 
     @staticmethod
     def of(fn: Any) -> ActivityDefinition:
-        """The definition of a decorated function."""
+        """The definition of a decorated function, or of what stands for one: a bound
+        method whose function was decorated, an instance of a decorated callable class.
+        Given such a stand-in, the definition calls it (its arguments exclude ``self``)."""
         defn = getattr(fn, _ACT_ATTR, None)
-        if isinstance(defn, ActivityDefinition):
+        if not isinstance(defn, ActivityDefinition):
+            raise InvalidArgumentError(
+                f"{getattr(fn, '__qualname__', fn)!r} is not an activity: decorate it with "
+                "@activity.defn"
+            )
+        if fn is defn.fn or isinstance(fn, type):
             return defn
-        raise InvalidArgumentError(
-            f"{getattr(fn, '__qualname__', fn)!r} is not an activity: decorate it with "
-            "@activity.defn"
+        arg_types, return_type = callable_hints(fn)
+        return ActivityDefinition(
+            name=defn.name,
+            fn=fn,
+            is_async=is_async_callable(fn),
+            arg_types=arg_types,
+            return_type=return_type,
+            no_thread_cancel_exception=defn.no_thread_cancel_exception,
         )
+
+
+def is_async_callable(fn: Any) -> bool:
+    """Whether calling ``fn`` (a function, bound method, class instance with ``__call__``,
+    or a class whose instances are called) gives a coroutine."""
+    if isinstance(fn, type):
+        return inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
+
+
+def callable_hints(fn: Any) -> tuple[list[Any], Any]:
+    """Argument and return hints of what a call of ``fn`` runs (``self`` left out)."""
+    if isinstance(fn, type):
+        return type_hints(fn.__call__, skip_self=True)  # type: ignore[operator]
+    if inspect.isfunction(fn) or inspect.ismethod(fn):
+        hints_of = fn.__func__ if inspect.ismethod(fn) else fn
+        args, ret = type_hints(hints_of, skip_self=inspect.ismethod(fn))
+        return args, ret
+    call = type(fn).__call__
+    return type_hints(call, skip_self=True)
 
 
 def type_hints(fn: Callable[..., Any], *, skip_self: bool) -> tuple[list[Any], Any]:

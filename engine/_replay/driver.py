@@ -131,6 +131,8 @@ class HistoryDriver:
             elif kind == "WorkflowTaskCompleted":
                 self._matching = True
                 self._last_completed = event
+                metadata = event.attributes.get("sdkMetadata") or {}
+                self.instance.note_recorded_flags(metadata.get("coreUsedFlags") or ())
             else:
                 self._collect_job(event)
         return produced

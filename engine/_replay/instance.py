@@ -45,10 +45,13 @@ log = logging.getLogger("engine.workflow")
 JsonDict = dict[str, Any]
 
 PATCH_MARKER = "core_patch"
-#: Temporal's core SDK flag "a patch also upserts TemporalChangeVersion", written in the
-#: sdkMetadata of the workflow task that first did so; temporalio's replayer expects the
-#: upserts only in a history that carries it.
-FLAG_UPSERT_CHANGE_VERSION = 2
+#: Temporal's core SDK flags whose behaviour this engine has, recorded (as Temporal's SDKs
+#: record theirs) in ``sdkMetadata.coreUsedFlags`` of the first workflow task a run
+#: completes without replaying: 1, activity and child ids and types are checked on replay;
+#: 2, each patch upserts TemporalChangeVersion; 3, the command that closes the run comes
+#: after the task's other commands. temporalio's replayer reads a history by them (without
+#: 2 it expects no upserts, without 3 it drops commands after the closing one).
+SDK_FLAGS = (1, 2, 3)
 
 
 @dataclass
@@ -117,9 +120,10 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         self._patches_memo: dict[str, bool] = {}
         #: The patches this run has used, in order (the value of TemporalChangeVersion).
         self._change_versions: list[str] = []
-        #: SDK flags to record in the next workflow task's completion (see take_sdk_flags).
+        #: SDK flags to record in the next workflow task's completion (see take_sdk_flags)
+        #: and the ones the history (or this instance) has recorded.
         self._sdk_flags: list[int] = []
-        self._sdk_flags_sent: set[int] = set()
+        self._sdk_flags_recorded: set[int] = set()
         self._history_length = 0
         self._history_size = 0
         self._suggest_can = False
@@ -150,6 +154,8 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         self._history_size = history_size
         self._suggest_can = suggest_continue_as_new
         self._commands = []
+        if not replaying:
+            self._sdk_flags = [f for f in SDK_FLAGS if f not in self._sdk_flags_recorded]
         previous = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(self)
         try:
@@ -372,20 +378,19 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
             self._commands.append(
                 cmd.UpsertWorkflowSearchAttributes({cmd.CHANGE_VERSION_ATTRIBUTE: versions})
             )
-            if not self._replaying:
-                self._use_sdk_flag(FLAG_UPSERT_CHANGE_VERSION)
         self._patches_memo[patch_id] = use_new
         return use_new
 
-    def _use_sdk_flag(self, flag: int) -> None:
-        if flag not in self._sdk_flags_sent:
-            self._sdk_flags_sent.add(flag)
-            self._sdk_flags.append(flag)
+    def note_recorded_flags(self, flags: Sequence[int]) -> None:
+        """The history recorded these SDK flags (in a ``WorkflowTaskCompleted``)."""
+        self._sdk_flags_recorded.update(int(f) for f in flags)
 
     def take_sdk_flags(self) -> list[int]:
-        """SDK flags the commands of this activation depend on, for the completion's
-        ``sdkMetadata.coreUsedFlags`` (each given once per instance)."""
+        """The SDK flags to record in this activation's completion: after the first
+        activation that did not replay, every flag of :data:`SDK_FLAGS` the history has
+        not recorded yet; otherwise none."""
         flags, self._sdk_flags = self._sdk_flags, []
+        self._sdk_flags_recorded.update(flags)
         return flags
 
     def continue_as_new_error(self, args: Sequence[Any], options: dict[str, Any]) -> BaseException:

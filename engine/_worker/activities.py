@@ -67,10 +67,17 @@ class _Running:
         #: Set by the runner before the activity starts (see ``_execute``).
         self.context: activity_api._Context | None = None
         self._shields = 0  # depth of shield_thread_cancel_exception() blocks
+        #: Off with @activity.defn(no_thread_cancel_exception=True).
+        self.raises_on_cancel = True
 
     # called from activity code (any thread)
     def heartbeat(self, details: Sequence[Any]) -> None:
-        if self.cancel_requested and self.async_task is None and not self._shields:
+        if (
+            self.cancel_requested
+            and self.async_task is None
+            and not self._shields
+            and self.raises_on_cancel
+        ):
             # A thread-pool activity learns of cancellation by its next heartbeat raising.
             raise CancelledError("Activity cancelled")
         self.pending_details = details
@@ -328,6 +335,7 @@ class ActivityRunner(Poller[ActivityTask]):
             shield=None if defn.is_async else running.shield,
         )
         running.context = ctx
+        running.raises_on_cancel = not defn.no_thread_cancel_exception
         if self._shutdown.is_set():
             ctx.worker_shutdown.set()
         context = contextvars.copy_context()

@@ -80,11 +80,15 @@ async def test_under_a_codec_the_patch_records_are_plain_json_and_replay(
         ("json/plain", ["first-change", "second-change", "old-change"]),
     ]
     assert all(base64.b64decode(v["metadata"]["type"]) == b"KeywordList" for v in versions)
-    # Each upsert follows its marker; flag 2 is recorded once, in the first completion.
+    # Each upsert follows its marker; flags 1-3 are recorded once, in the first completion.
     for marker, upsert in zip(markers, upserts, strict=True):
         assert upsert.event_id == marker.event_id + 1
     completions = [e for e in events if e.event_type == "WorkflowTaskCompleted"]
-    assert [c.attributes["sdkMetadata"] for c in completions] == [{"coreUsedFlags": [2]}, {}, {}]
+    assert [c.attributes["sdkMetadata"] for c in completions] == [
+        {"coreUsedFlags": [1, 2, 3]},
+        {},
+        {},
+    ]
     # The activity's input went through the codec; the replay decodes it the same way.
     scheduled = next(e for e in events if e.event_type == "ActivityTaskScheduled")
     assert base64.b64decode(

@@ -84,6 +84,20 @@ CASES: list[Case] = [
         result="Hello, Temporal! then slept",
     ),
     Case(
+        "activity_method_and_class",
+        code.MethodActivitiesWF,
+        "Temporal",
+        "WorkflowExecutionCompleted",
+        result="HOWDY, TEMPORAL!",
+    ),
+    Case(
+        "wait_and_as_completed",
+        code.WaitManyWF,
+        "Temporal",
+        "WorkflowExecutionCompleted",
+        result=["fast", "middle", "slow", "Hello, Temporal!"],
+    ),
+    Case(
         "child_workflow",
         code.ParentWF,
         "Temporal",

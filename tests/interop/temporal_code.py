@@ -77,7 +77,28 @@ async def resumable(steps: int) -> str:
     return f"resumed at step {done} of {steps} on attempt {info.attempt}"
 
 
-ALL_ACTIVITIES = [say_hello, noop, flaky, always_fails, release, resumable]
+class Greeter:
+    """Activities as methods of an object with state (registered bound: greeter.greet)."""
+
+    def __init__(self, greeting: str) -> None:
+        self.greeting = greeting
+
+    @activity.defn
+    async def greet(self, name: str) -> str:
+        return f"{self.greeting}, {name}!"
+
+
+@activity.defn
+class Shout:
+    """An activity that is a callable class (registered as an instance: Shout())."""
+
+    async def __call__(self, text: str) -> str:
+        return text.upper()
+
+
+greeter = Greeter("Howdy")
+
+ALL_ACTIVITIES = [say_hello, noop, flaky, always_fails, release, resumable, greeter.greet, Shout()]
 
 
 # -- workflows --------------------------------------------------------------------------
@@ -209,6 +230,50 @@ class PatchesWF:
 
 
 @workflow.defn
+class MethodActivitiesWF:
+    """An activity method of an object, then an activity class."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        greeting = await workflow.execute_activity_method(
+            Greeter.greet, name, start_to_close_timeout=TIMEOUT
+        )
+        return await workflow.execute_activity_class(
+            Shout, greeting, start_to_close_timeout=TIMEOUT
+        )
+
+
+async def _labelled_sleep(seconds: float, label: str) -> str:
+    await workflow.sleep(seconds)
+    return label
+
+
+@workflow.defn
+class WaitManyWF:
+    """workflow.as_completed over three timers (a second apart, so that each fires in a
+    workflow task of its own on Temporal's server too), then workflow.wait for the first of
+    an activity and a long timer."""
+
+    @workflow.run
+    async def run(self, name: str) -> list[str]:
+        sleeps = [
+            asyncio.create_task(_labelled_sleep(3.0, "slow")),
+            asyncio.create_task(_labelled_sleep(1.0, "fast")),
+            asyncio.create_task(_labelled_sleep(2.0, "middle")),
+        ]
+        order = [await next_done for next_done in workflow.as_completed(sleeps)]
+        greeting = workflow.start_activity(say_hello, name, start_to_close_timeout=TIMEOUT)
+        long_sleep = asyncio.create_task(workflow.sleep(3600))
+        done, pending = await workflow.wait(
+            [greeting, long_sleep], return_when=asyncio.FIRST_COMPLETED
+        )
+        for task in pending:
+            task.cancel()
+        order.append(done[0].result())
+        return order
+
+
+@workflow.defn
 class CancelCleanupWF:
     """Waits 30 days; when cancelled, releases what it holds, then reports the cancel."""
 
@@ -271,6 +336,8 @@ ALL_WORKFLOWS = [
     CaughtFailureWF,
     PatchedWF,
     PatchesWF,
+    MethodActivitiesWF,
+    WaitManyWF,
     CancelCleanupWF,
     CountdownWF,
     HeartbeatWF,
