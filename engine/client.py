@@ -44,11 +44,14 @@ from .exceptions import (
     AsyncActivityCancelledError,
     CancelledError,
     InvalidArgumentError,
+    QueryRejectCondition,
     TerminatedError,
     TimeoutError,
     TimeoutType,
     WorkflowContinuedAsNewError,
     WorkflowFailureError,
+    WorkflowQueryFailedError,
+    WorkflowQueryRejectedError,
     WorkflowUpdateFailedError,
 )
 from .history import HistoryEvent, WorkflowHistory
@@ -64,6 +67,8 @@ __all__ = [
     "WorkflowExecutionDescription",
     "WorkflowExecutionStatus",
     "WorkflowHandle",
+    "WorkflowQueryFailedError",
+    "WorkflowQueryRejectedError",
 ]
 
 _missing: Any = inspect.Parameter.empty
@@ -536,15 +541,27 @@ class WorkflowHandle:
         *,
         args: Sequence[Any] = (),
         result_type: type | None = None,
+        reject_condition: QueryRejectCondition | None = None,
         timeout: timedelta = timedelta(seconds=10),
     ) -> Any:
         """Ask the run a read-only question (a ``@workflow.query`` handler).
 
         A worker of the run's task queue answers by replaying the history: it works on
-        closed runs too, and adds nothing to the history.
+        closed runs too, and adds nothing to the history. ``reject_condition`` (Temporal's
+        ``QueryRejectCondition``): with ``NOT_OPEN`` a closed run is not asked, with
+        ``NOT_COMPLETED_CLEANLY`` one that closed other than by completing is not;
+        :class:`WorkflowQueryRejectedError` then says its status.
         """
         values = [arg] if arg is not _missing else list(args)
         name = handler_name(query, "query")
+        if reject_condition not in (None, QueryRejectCondition.NONE):
+            status = (await self.describe()).status
+            open_ = status == WorkflowExecutionStatus.RUNNING
+            clean = open_ or status == WorkflowExecutionStatus.COMPLETED
+            if (reject_condition == QueryRejectCondition.NOT_OPEN and not open_) or (
+                reject_condition == QueryRejectCondition.NOT_COMPLETED_CLEANLY and not clean
+            ):
+                raise WorkflowQueryRejectedError(status)
         if result_type is None and not isinstance(query, str):
             result_type = type_hints(query, skip_self=True)[1]
         payloads = await self._client.service.query_workflow(

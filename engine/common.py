@@ -10,9 +10,12 @@ from datetime import UTC, datetime, timedelta
 from enum import IntEnum
 from typing import Any, ClassVar
 
+from .exceptions import QueryRejectCondition
+
 __all__ = [
     "ActivityCancellationType",
     "Priority",
+    "QueryRejectCondition",
     "RetryPolicy",
     "WorkflowExecutionStatus",
     "WorkflowIDConflictPolicy",

@@ -26,6 +26,7 @@ from .common import duration_from_json, duration_to_json
 from .exceptions import (
     ActivityError,
     ApplicationError,
+    ApplicationErrorCategory,
     CancelledError,
     ChildWorkflowError,
     FailureError,
@@ -476,6 +477,8 @@ class FailureConverter:
         """Return the Failure JSON for ``exc``, with its cause chain under ``"cause"``.
 
         An error decoded from a failure (``exc.failure`` set) is written back unchanged.
+        An :class:`ApplicationError`'s category is written as Temporal writes it
+        (``"category": "APPLICATION_ERROR_CATEGORY_BENIGN"``, left out when unspecified).
         """
         return self._to_failure(exc, payload_converter, set())
 
@@ -484,7 +487,7 @@ class FailureConverter:
     ) -> dict[str, Any]:
         seen.add(id(exc))
         if isinstance(exc, FailureError) and exc.failure is not None:
-            return copy.deepcopy(exc.failure)
+            return exc.failure.to_json()
         message = exc.message if isinstance(exc, FailureError) else str(exc)
         if isinstance(exc, asyncio.CancelledError) and not message:
             message = "Cancelled"
@@ -517,6 +520,7 @@ class FailureConverter:
                     "nextRetryDelay": None
                     if exc.next_retry_delay is None
                     else duration_to_json(exc.next_retry_delay),
+                    "category": _enum_to_json(exc.category, "APPLICATION_ERROR_CATEGORY_"),
                 }
             )
         if isinstance(exc, TimeoutError):
@@ -568,11 +572,16 @@ class FailureConverter:
     ) -> FailureError:
         """Rebuild the exception ``d`` describes, its causes chained on ``__cause__``.
 
-        The error keeps ``d`` on ``.failure``. A failure of a kind this engine does not know
-        becomes a plain :class:`FailureError`.
+        The error keeps ``d`` on ``.failure`` (a read-only :class:`~engine.exceptions.Failure`
+        view of it). When ``encodedAttributes`` hold the message and stack trace (moved there
+        so that a codec encrypts them), they are restored, in a copy of ``d``, as temporalio
+        does. A failure of a kind this engine does not know becomes a plain
+        :class:`FailureError`.
         """
         if not isinstance(d, Mapping):
             raise ValueError(f"a failure must be a JSON object, got {type(d).__name__}")
+        if d.get("encodedAttributes"):
+            d = self._decode_attributes(d, payload_converter)
         err = self._error_for(d, payload_converter)
         err._set_failure(d if isinstance(d, dict) else dict(d))
         cause = d.get("cause")
@@ -580,14 +589,23 @@ class FailureConverter:
             err.__cause__ = self.from_failure(cause, payload_converter)
         return err
 
+    @staticmethod
+    def _decode_attributes(d: Mapping[str, Any], pc: PayloadConverter) -> Mapping[str, Any]:
+        # Like temporalio, an attribute payload that does not decode is ignored.
+        try:
+            attrs = pc.from_payload(Payload.from_json(d["encodedAttributes"]))
+        except Exception:
+            return d
+        if not isinstance(attrs, Mapping):
+            return d
+        restored = dict(d)
+        for key, json_key in (("message", "message"), ("stack_trace", "stackTrace")):
+            if isinstance(attrs.get(key), str):
+                restored[json_key] = attrs[key]
+        return restored
+
     def _error_for(self, d: Mapping[str, Any], pc: PayloadConverter) -> FailureError:
         message = str(d.get("message") or "")
-        encoded = d.get("encodedAttributes")
-        if encoded:
-            # Set when a codec moved message and stack trace into an (encoded) payload.
-            attrs = pc.from_payload(Payload.from_json(encoded))
-            if isinstance(attrs, Mapping) and attrs.get("message"):
-                message = str(attrs["message"])
 
         def details(value: Any) -> list[Any]:
             return pc.from_payloads(payloads_from_json(value))
@@ -600,6 +618,10 @@ class FailureConverter:
                 type=info.get("type") or None,
                 non_retryable=bool(info.get("nonRetryable", False)),
                 next_retry_delay=duration_from_json(delay) if delay else None,
+                category=_enum_from_json(
+                    ApplicationErrorCategory, "APPLICATION_ERROR_CATEGORY_", info.get("category")
+                )
+                or ApplicationErrorCategory.UNSPECIFIED,
             )
         if (info := d.get("timeoutFailureInfo")) is not None:
             return TimeoutError(
@@ -637,7 +659,7 @@ class FailureConverter:
                 started_event_id=_int_from_json(info.get("startedEventId")),
                 retry_state=_enum_from_json(RetryState, "RETRY_STATE_", info.get("retryState")),
             )
-        return FailureError(message or "Failure")
+        return FailureError(message or "Failure error")
 
 
 def _map_failure_payloads(

@@ -4,6 +4,7 @@
 DurableError (alias TemporalError)
 ├── FailureError              errors that travel between worker, service and client as
 │   │                         Temporal Failures (JSON), keeping that JSON on ``.failure``
+│   │                         (a read-only :class:`Failure` view with protobuf's field names)
 │   ├── ApplicationError      raised by user code; the only failure user code should raise
 │   ├── CancelledError        a workflow, activity or child was cancelled
 │   ├── TerminatedError       a run was terminated
@@ -26,6 +27,9 @@ DurableError (alias TemporalError)
 │                             cancelled; ``.details`` says why
 ├── WorkflowQueryFailedError  a query found no handler, its handler raised, or no worker
 │                             answered in time
+├── WorkflowQueryRejectedError
+│                             a query's ``reject_condition`` (a :class:`QueryRejectCondition`)
+│                             held for the run; ``.status`` is the run's status
 ├── WorkflowUpdateFailedError an update's validator rejected it or its handler failed;
 │                             ``.cause`` says why
 ├── StoreError                a database operation failed (translated at the store boundary)
@@ -35,29 +39,46 @@ DurableError (alias TemporalError)
 │   └── DatabaseURLError      a malformed or unsupported database URL
 └── SchemaVersionError        a database written by a newer (or unknown) schema version
 ```
+
+The enums the errors use are here too: :class:`TimeoutType`, :class:`RetryState`,
+:class:`ApplicationErrorCategory` and :class:`QueryRejectCondition`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ._failure import (
+    ApplicationErrorCategory,
+    Failure,
+    QueryRejectCondition,
+    RetryState,
+    TimeoutType,
+    _as_failure,
+)
+
+if TYPE_CHECKING:
+    from .common import WorkflowExecutionStatus
 
 __all__ = [
     "ActivityError",
     "ActivityNotFoundError",
     "ApplicationError",
+    "ApplicationErrorCategory",
     "AsyncActivityCancelledError",
     "CancelledError",
     "ChildWorkflowError",
     "DatabaseURLError",
     "DurableError",
+    "Failure",
     "FailureError",
     "InvalidArgumentError",
     "NondeterminismError",
     "PayloadSizeError",
+    "QueryRejectCondition",
     "RetryState",
     "SchemaVersionError",
     "ServerError",
@@ -72,6 +93,7 @@ __all__ = [
     "WorkflowFailureError",
     "WorkflowNotFoundError",
     "WorkflowQueryFailedError",
+    "WorkflowQueryRejectedError",
     "WorkflowUpdateFailedError",
     "is_cancelled_exception",
 ]
@@ -90,52 +112,27 @@ TemporalError = DurableError
 """Alias, so code written for ``temporalio.exceptions.TemporalError`` keeps working."""
 
 
-class TimeoutType(IntEnum):
-    """Which timeout fired (values as in Temporal's ``TimeoutType`` enum)."""
-
-    START_TO_CLOSE = 1
-    """An attempt ran longer than its start-to-close timeout."""
-    SCHEDULE_TO_START = 2
-    """A task waited in its queue longer than its schedule-to-start timeout."""
-    SCHEDULE_TO_CLOSE = 3
-    """All attempts together took longer than the schedule-to-close timeout."""
-    HEARTBEAT = 4
-    """An activity did not heartbeat within its heartbeat timeout."""
-
-
-class RetryState(IntEnum):
-    """Where the retries of an activity or child workflow stood when it failed."""
-
-    UNSPECIFIED = 0
-    """Not reported."""
-    IN_PROGRESS = 1
-    """More attempts will follow."""
-    NON_RETRYABLE_FAILURE = 2
-    """The failure was non-retryable (by its flag or by the policy's type list)."""
-    TIMEOUT = 3
-    """A timeout ended the retries."""
-    MAXIMUM_ATTEMPTS_REACHED = 4
-    """The policy's ``maximum_attempts`` were used up."""
-    RETRY_POLICY_NOT_SET = 5
-    """There was no retry policy (the default for workflows)."""
-    INTERNAL_SERVER_ERROR = 6
-    """The service failed while deciding."""
-    CANCEL_REQUESTED = 7
-    """Cancellation was requested."""
-
-
 class FailureError(DurableError):
     """Base of errors that travel as Temporal Failures (JSON) between worker, service and client.
 
-    ``message`` is the failure's message; ``failure`` is the Failure JSON this error was
-    decoded from, if it was decoded, and is written back unchanged if the error is raised on.
+    ``message`` is the failure's message; ``failure`` is the Failure this error was decoded
+    from, if it was decoded (a read-only :class:`Failure` view of its JSON, with the field
+    names of temporalio's protobuf ``Failure``), and is written back unchanged if the error
+    is raised on. ``exc_args`` sets ``args`` (and so ``str()``), by default ``(message,)``.
     """
 
-    def __init__(self, message: str, *, failure: dict[str, Any] | None = None) -> None:
-        """Create a failure error with ``message`` (and the Failure JSON it came from)."""
-        super().__init__(message)
+    def __init__(
+        self,
+        message: str,
+        *,
+        failure: Failure | Mapping[str, Any] | None = None,
+        exc_args: tuple[Any, ...] | None = None,
+    ) -> None:
+        """Create a failure error with ``message`` (and the Failure it came from: a view, its
+        JSON, or a protobuf ``Failure``)."""
+        super().__init__(*((message,) if exc_args is None else exc_args))
         self._message = message
-        self._failure = failure
+        self._failure = _as_failure(failure)
 
     @property
     def message(self) -> str:
@@ -143,13 +140,13 @@ class FailureError(DurableError):
         return self._message
 
     @property
-    def failure(self) -> dict[str, Any] | None:
-        """The Failure JSON this error was decoded from, or ``None`` if raised locally."""
+    def failure(self) -> Failure | None:
+        """The Failure this error was decoded from, or ``None`` if it was raised locally."""
         return self._failure
 
-    def _set_failure(self, failure: dict[str, Any] | None) -> None:
+    def _set_failure(self, failure: Failure | Mapping[str, Any] | None) -> None:
         # Used by the failure converter, which builds errors before attaching their JSON.
-        self._failure = failure
+        self._failure = _as_failure(failure)
 
 
 class ApplicationError(FailureError):
@@ -158,7 +155,8 @@ class ApplicationError(FailureError):
     ``str()`` gives ``"<type>: <message>"`` when a type is set, as temporalio does.
     ``type`` is what a retry policy's ``non_retryable_error_types`` matches against;
     ``non_retryable=True`` stops retries whatever the policy says; ``next_retry_delay``
-    overrides the policy's backoff for the next attempt.
+    overrides the policy's backoff for the next attempt; ``category`` marks an expected
+    failure (:attr:`ApplicationErrorCategory.BENIGN`).
     """
 
     def __init__(
@@ -168,15 +166,16 @@ class ApplicationError(FailureError):
         type: str | None = None,
         non_retryable: bool = False,
         next_retry_delay: timedelta | None = None,
+        category: ApplicationErrorCategory = ApplicationErrorCategory.UNSPECIFIED,
     ) -> None:
         """Create an application error; ``details`` are any values the data converter can encode."""
-        super().__init__(message)
         # The string form carries the type so that logs and f-strings show it.
-        self.args = (f"{type}: {message}" if type else message,)
+        super().__init__(message, exc_args=(f"{type}: {message}" if type else message,))
         self._details = details
         self._type = type
         self._non_retryable = non_retryable
         self._next_retry_delay = next_retry_delay
+        self._category = category
 
     @property
     def details(self) -> tuple[Any, ...]:
@@ -197,6 +196,11 @@ class ApplicationError(FailureError):
     def next_retry_delay(self) -> timedelta | None:
         """Delay before the next attempt chosen by the raiser, overriding the backoff."""
         return self._next_retry_delay
+
+    @property
+    def category(self) -> ApplicationErrorCategory:
+        """The error's severity category (``UNSPECIFIED`` unless the raiser set one)."""
+        return self._category
 
 
 class CancelledError(FailureError):
@@ -391,6 +395,7 @@ class WorkflowAlreadyStartedError(FailureError):
         workflow_type: str,
         *,
         run_id: str | None = None,
+        first_run_id: str | None = None,
         reason: str | None = None,
     ) -> None:
         """Create the error for ``workflow_id`` (and the run holding it, if known)."""
@@ -416,6 +421,8 @@ class WorkflowAlreadyStartedError(FailureError):
         """The type of the workflow that was being started."""
         self.run_id = run_id
         """The run that holds the id, when the service reported it."""
+        self.first_run_id = first_run_id
+        """The first run of the holding run's chain (continue-as-new, retries), if reported."""
 
 
 def _describe_chain(cause: BaseException) -> str:
@@ -460,6 +467,11 @@ class WorkflowContinuedAsNewError(DurableError):
         super().__init__(f"the run continued as new as run {new_run_id}")
         self.new_run_id = new_run_id
         """The run id of the run this one continued as."""
+
+    @property
+    def new_execution_run_id(self) -> str:
+        """The run id of the run this one continued as (temporalio's name for ``new_run_id``)."""
+        return self.new_run_id
 
 
 class NondeterminismError(DurableError):
@@ -563,6 +575,31 @@ class AsyncActivityCancelledError(DurableError):
 class WorkflowQueryFailedError(DurableError):
     """A query could not be answered: no such handler, the handler raised, or no worker
     answered in time. The message says which."""
+
+    def __init__(self, message: str) -> None:
+        """Create the error with ``message``."""
+        super().__init__(message)
+        self._message = message
+
+    @property
+    def message(self) -> str:
+        """Why the query failed."""
+        return self._message
+
+
+class WorkflowQueryRejectedError(DurableError):
+    """A query was rejected: the run's state met the query's ``reject_condition`` (a
+    :class:`QueryRejectCondition`); ``status`` is the run's status then."""
+
+    def __init__(self, status: WorkflowExecutionStatus | None) -> None:
+        """Create the error for a run whose status is ``status``."""
+        super().__init__(f"Query rejected, status: {status}")
+        self._status = status
+
+    @property
+    def status(self) -> WorkflowExecutionStatus | None:
+        """The status of the run that rejected the query."""
+        return self._status
 
 
 class WorkflowUpdateFailedError(DurableError):

@@ -118,3 +118,36 @@ async def test_application_error_in_a_signal_handler_fails_the_run(
             await handle.result()
     assert "negative amounts" in str(info.value.cause)
     assert (await handle.describe()).status == WorkflowExecutionStatus.FAILED
+
+
+async def test_reject_condition_refuses_closed_runs_as_temporal_does(
+    client: Client, task_queue: str
+) -> None:
+    from engine import WorkflowExecutionStatus
+    from engine.client import WorkflowQueryRejectedError
+    from engine.common import QueryRejectCondition
+
+    async with Worker(client, task_queue=task_queue, workflows=[Counter]):
+        handle = await client.start_workflow(
+            Counter.run, id="reject-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await handle.signal(Counter.add, 2)
+        # Open: every condition lets the query through.
+        for condition in QueryRejectCondition:
+            assert await handle.query(Counter.current, reject_condition=condition) == 2
+        await handle.signal(Counter.finish)
+        assert await handle.result() == 2
+        with pytest.raises(WorkflowQueryRejectedError) as rejected:
+            await handle.query(Counter.current, reject_condition=QueryRejectCondition.NOT_OPEN)
+        assert rejected.value.status == WorkflowExecutionStatus.COMPLETED
+        # Completed cleanly: NOT_COMPLETED_CLEANLY still answers.
+        clean = QueryRejectCondition.NOT_COMPLETED_CLEANLY
+        assert await handle.query(Counter.current, reject_condition=clean) == 2
+
+        failed = await client.start_workflow(
+            Counter.run, id="reject-t-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await failed.terminate("stop")
+        with pytest.raises(WorkflowQueryRejectedError) as rejected:
+            await failed.query(Counter.current, reject_condition=clean)
+        assert rejected.value.status == WorkflowExecutionStatus.TERMINATED

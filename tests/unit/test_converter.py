@@ -32,6 +32,7 @@ from engine.converter import (
 from engine.exceptions import (
     ActivityError,
     ApplicationError,
+    ApplicationErrorCategory,
     CancelledError,
     ChildWorkflowError,
     FailureError,
@@ -298,7 +299,15 @@ def test_sample_failure_decodes_to_activity_error_with_application_cause() -> No
     assert (err.scheduled_event_id, err.started_event_id) == (5, 6)
     assert (err.identity, err.activity_type, err.activity_id) == ("23905@vm", "always_fails", "1")
     assert err.retry_state is RetryState.NON_RETRYABLE_FAILURE
-    assert err.failure is failure
+    # .failure views the JSON with temporalio's (protobuf) field names; items are the JSON.
+    assert err.failure == failure and err.failure is not None
+    assert err.failure["activityFailureInfo"] is failure["activityFailureInfo"]
+    assert err.failure.message == "Activity task failed"
+    assert err.failure.WhichOneof("failure_info") == "activity_failure_info"
+    assert err.failure.activity_failure_info.activity_type.name == "always_fails"
+    assert err.failure.activity_failure_info.scheduled_event_id == 5
+    assert err.failure.cause.application_failure_info.type == "PermanentError"
+    assert err.failure.cause.application_failure_info.non_retryable is True
     cause = err.cause
     assert isinstance(cause, ApplicationError)
     assert cause.type == "PermanentError"
@@ -321,6 +330,7 @@ def test_activity_task_failed_sample_decodes() -> None:
     assert isinstance(err, ApplicationError)
     assert str(err) == "PermanentError: permanent failure for doomed"
     assert err.failure is not None and "always_fails" in err.failure["stackTrace"]
+    assert err.failure.stack_trace == err.failure["stackTrace"]
 
 
 def test_built_errors_encode_to_the_sample_shape() -> None:
@@ -495,6 +505,266 @@ def test_unknown_failure_kind_becomes_plain_failure_error() -> None:
     err = FailureConverter().from_failure(failure, PayloadConverter())
     assert type(err) is FailureError
     assert err.message == "reset" and err.failure == failure
+
+
+def test_unknown_failure_without_message_says_failure_error_as_temporalio() -> None:
+    err = CONVERTER.from_failure({"resetWorkflowFailureInfo": {}})
+    assert type(err) is FailureError and err.message == "Failure error"
+
+
+def test_application_error_category_is_written_as_temporal_writes_it() -> None:
+    benign = ApplicationError("expected", type="NotYet", category=ApplicationErrorCategory.BENIGN)
+    failure = CONVERTER.to_failure(benign)
+    assert failure == {
+        "message": "expected",
+        "applicationFailureInfo": {
+            "type": "NotYet",
+            "category": "APPLICATION_ERROR_CATEGORY_BENIGN",
+        },
+    }
+    back = CONVERTER.from_failure(json.loads(json.dumps(failure)))
+    assert isinstance(back, ApplicationError)
+    assert back.category is ApplicationErrorCategory.BENIGN
+    assert back.failure is not None
+    assert back.failure.application_failure_info.category == ApplicationErrorCategory.BENIGN
+    # Unspecified (the default) is left out, as proto JSON leaves out a zero enum.
+    plain = CONVERTER.to_failure(ApplicationError("oops", type="T"))
+    assert plain["applicationFailureInfo"] == {"type": "T"}
+    unspecified = CONVERTER.from_failure(plain)
+    assert isinstance(unspecified, ApplicationError)
+    assert unspecified.category is ApplicationErrorCategory.UNSPECIFIED
+
+
+@pytest.mark.parametrize(
+    ("written", "category"),
+    [
+        ("APPLICATION_ERROR_CATEGORY_BENIGN", ApplicationErrorCategory.BENIGN),
+        (1, ApplicationErrorCategory.BENIGN),  # parsers accept the number
+        ("APPLICATION_ERROR_CATEGORY_UNSPECIFIED", ApplicationErrorCategory.UNSPECIFIED),
+        ("APPLICATION_ERROR_CATEGORY_FROM_THE_FUTURE", ApplicationErrorCategory.UNSPECIFIED),
+        (None, ApplicationErrorCategory.UNSPECIFIED),
+    ],
+)
+def test_application_error_category_is_read(
+    written: object, category: ApplicationErrorCategory
+) -> None:
+    info: dict[str, Any] = {"type": "T"}
+    if written is not None:
+        info["category"] = written
+    err = CONVERTER.from_failure({"message": "m", "applicationFailureInfo": info})
+    assert isinstance(err, ApplicationError)
+    assert err.category is category
+
+
+def test_application_failure_json_matches_temporalio_converter() -> None:
+    pytest.importorskip("temporalio.converter")
+    import temporalio.converter
+    import temporalio.exceptions
+    from google.protobuf import json_format
+    from temporalio.api.failure.v1 import Failure as ProtoFailure
+
+    theirs = ProtoFailure()
+    temporalio.converter.DefaultFailureConverter().to_failure(
+        temporalio.exceptions.ApplicationError(
+            "card declined",
+            {"card": "x"},
+            type="InvalidCard",
+            non_retryable=True,
+            next_retry_delay=timedelta(milliseconds=1500),
+            category=temporalio.exceptions.ApplicationErrorCategory.BENIGN,
+        ),
+        temporalio.converter.PayloadConverter.default,
+        theirs,
+    )
+    ours = CONVERTER.to_failure(
+        ApplicationError(
+            "card declined",
+            {"card": "x"},
+            type="InvalidCard",
+            non_retryable=True,
+            next_retry_delay=timedelta(milliseconds=1500),
+            category=ApplicationErrorCategory.BENIGN,
+        )
+    )
+    assert ours == json_format.MessageToDict(theirs)
+    # And temporalio reads ours back to the same error.
+    back = temporalio.converter.DefaultFailureConverter().from_failure(
+        json_format.ParseDict(ours, ProtoFailure()), temporalio.converter.PayloadConverter.default
+    )
+    assert isinstance(back, temporalio.exceptions.ApplicationError)
+    assert back.category == temporalio.exceptions.ApplicationErrorCategory.BENIGN
+    assert (back.type, back.non_retryable, back.details) == ("InvalidCard", True, ({"card": "x"},))
+
+
+def _failures_in(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, list):
+        return [f for item in node for f in _failures_in(item)]
+    if not isinstance(node, dict):
+        return []
+    found = []
+    for key, value in node.items():
+        if key == "failure" and isinstance(value, dict):
+            found.append(value)
+        else:
+            found += _failures_in(value)
+    return found
+
+
+def _built_failures() -> list[dict[str, Any]]:
+    """Failures of every kind this converter writes, with every field it writes set."""
+    app = _raise_and_catch(
+        ApplicationError(
+            "card declined",
+            {"card": "x"},
+            b"\x00\xff",
+            type="InvalidCard",
+            non_retryable=True,
+            next_retry_delay=timedelta(seconds=2, microseconds=5),
+            category=ApplicationErrorCategory.BENIGN,
+        )
+    )
+    activity = ActivityError(
+        "Activity task failed",
+        scheduled_event_id=12,
+        started_event_id=13,
+        identity="worker-1",
+        activity_type="charge",
+        activity_id="3",
+        retry_state=RetryState.MAXIMUM_ATTEMPTS_REACHED,
+    )
+    activity.__cause__ = app
+    child = ChildWorkflowError(
+        "Child Workflow execution failed",
+        namespace="default",
+        workflow_id="child-1",
+        run_id="run-1",
+        workflow_type="Child",
+        initiated_event_id=5,
+        started_event_id=6,
+        retry_state=RetryState.RETRY_POLICY_NOT_SET,
+    )
+    child.__cause__ = TimeoutError(
+        "heartbeat", type=TimeoutType.HEARTBEAT, last_heartbeat_details=[{"offset": 1}]
+    )
+    errors: list[BaseException] = [
+        activity,
+        child,
+        CancelledError("stop", "why"),
+        TerminatedError("by admin"),
+        ServerError("db", non_retryable=True),
+        _raise_and_catch(KeyError("k")),
+    ]
+    return [CONVERTER.to_failure(e) for e in errors]
+
+
+_HANDWRITTEN_FAILURES: list[dict[str, Any]] = [
+    # What other SDKs and older servers write: numbers for int64 and enums, other fields.
+    {
+        "message": "from Go",
+        "source": "GoSDK",
+        "activityFailureInfo": {"scheduledEventId": 7, "retryState": 3, "activityType": {}},
+        "cause": {"message": "reset", "resetWorkflowFailureInfo": {}},
+    },
+    {"message": "bye", "terminatedFailureInfo": {"identity": "admin@host"}},
+    {"canceledFailureInfo": {"identity": "ui", "details": {"payloads": []}}},
+    {"applicationFailureInfo": {"nextRetryDelay": "-1.500s", "category": 1}},
+    {"timeoutFailureInfo": {"timeoutType": 2}},
+    {
+        "message": "Encoded failure",
+        "encodedAttributes": {
+            "metadata": {"encoding": "anNvbi9wbGFpbg"},  # URL-safe, unpadded: json/plain
+            "data": "eyJtZXNzYWdlIjoiaGkifQ==",
+        },
+    },
+    {
+        "nexusOperationExecutionFailureInfo": {
+            "scheduledEventId": "9",
+            "endpoint": "e",
+            "service": "s",
+            "operation": "o",
+            "operationToken": "t",
+        }
+    },
+    {
+        "nexusHandlerFailureInfo": {
+            "type": "INTERNAL",
+            "retryBehavior": "NEXUS_HANDLER_ERROR_RETRY_BEHAVIOR_NON_RETRYABLE",
+        }
+    },
+    {},
+]
+
+
+def _assert_reads_as_protobuf(view: Any, message: Any, where: str, unset: int = 0) -> None:
+    """Every field of the protobuf ``message`` reads the same through ``view``.
+
+    Unset sub-messages are compared one level down (both read as empty messages; an unset
+    ``cause`` has an unset ``cause`` of its own, and so on without end)."""
+    for fd in message.DESCRIPTOR.fields:
+        if fd.name == "external_payloads":
+            continue  # payloads stored elsewhere: not something this engine writes or reads
+        path = f"{where}.{fd.name}"
+        got, want = getattr(view, fd.name), getattr(message, fd.name)
+        if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
+            assert got == dict(want), path
+        elif fd.is_repeated:
+            assert len(got) == len(want), path
+            for index, (g, w) in enumerate(zip(got, want, strict=True)):
+                _assert_reads_as_protobuf(g, w, f"{path}[{index}]")
+        elif fd.message_type is not None:
+            is_set = message.HasField(fd.name)
+            assert view.HasField(fd.name) == is_set, path
+            if fd.message_type.full_name == "google.protobuf.Duration":
+                assert (got.seconds, got.nanos) == (want.seconds, want.nanos), path
+                assert got.ToTimedelta() == want.ToTimedelta(), path
+            elif is_set or unset == 0:
+                _assert_reads_as_protobuf(got, want, path, unset if is_set else unset + 1)
+        else:
+            assert got == want, f"{path}: {got!r} != {want!r}"
+            assert isinstance(got, type(want)), f"{path}: {type(got)} is not {type(want)}"
+    for oneof in message.DESCRIPTOR.oneofs:
+        assert view.WhichOneof(oneof.name) == message.WhichOneof(oneof.name), where
+
+
+def test_failure_views_read_as_temporalio_protobuf_failures() -> None:
+    pytest.importorskip("temporalio.api.failure.v1")
+    from google.protobuf import json_format
+    from temporalio.api.failure.v1 import Failure as ProtoFailure
+
+    replay = Path(__file__).resolve().parents[1] / "replay" / "histories"
+    samples = [
+        failure
+        for path in [*sorted(DATA.glob("*.json")), *sorted(replay.rglob("*.json"))]
+        for failure in _failures_in(json.loads(path.read_text()))
+    ]
+    assert len(samples) >= 9
+    failures = samples + _built_failures() + _HANDWRITTEN_FAILURES
+    for index, failure in enumerate(failures):
+        proto = json_format.ParseDict(failure, ProtoFailure())
+        views = [FailureError("x", failure=failure).failure]
+        if "encodedAttributes" not in failure:  # else decoding restores the message
+            views.append(CONVERTER.from_failure(failure).failure)
+        for view in views:
+            assert view is not None
+            _assert_reads_as_protobuf(view, proto, f"failures[{index}]")
+
+
+def test_encoded_attributes_restore_message_and_stack_trace_as_temporalio() -> None:
+    attributes = CONVERTER.to_payload({"message": "card declined", "stack_trace": "at line 3"})
+    failure = {
+        "message": "Encoded failure",
+        "encodedAttributes": attributes.to_json(),
+        "applicationFailureInfo": {"type": "InvalidCard"},
+    }
+    err = CONVERTER.from_failure(failure)
+    assert isinstance(err, ApplicationError) and err.message == "card declined"
+    assert err.failure is not None
+    assert (err.failure.message, err.failure.stack_trace) == ("card declined", "at line 3")
+    assert failure["message"] == "Encoded failure"  # the caller's JSON is left alone
+    # A payload that does not decode is ignored, as temporalio ignores it.
+    unreadable = {**failure, "encodedAttributes": {"metadata": {"encoding": "eC91bmtub3du"}}}
+    err = CONVERTER.from_failure(unreadable)
+    assert err.message == "Encoded failure"
 
 
 # --------------------------------------------------------------------------

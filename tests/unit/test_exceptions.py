@@ -16,18 +16,25 @@ from types import ModuleType
 import pytest
 
 import engine
+import engine._failure
+import engine.converter
+import engine.exceptions
 import engine.exceptions as exc_module
+from engine.common import WorkflowExecutionStatus
 from engine.exceptions import (
     ActivityError,
     ApplicationError,
+    ApplicationErrorCategory,
     CancelledError,
     ChildWorkflowError,
     DatabaseURLError,
     DurableError,
+    Failure,
     FailureError,
     InvalidArgumentError,
     NondeterminismError,
     PayloadSizeError,
+    QueryRejectCondition,
     RetryState,
     SchemaVersionError,
     ServerError,
@@ -37,8 +44,11 @@ from engine.exceptions import (
     TimeoutError,
     TimeoutType,
     WorkflowAlreadyStartedError,
+    WorkflowContinuedAsNewError,
     WorkflowFailureError,
     WorkflowNotFoundError,
+    WorkflowQueryFailedError,
+    WorkflowQueryRejectedError,
     is_cancelled_exception,
 )
 
@@ -377,3 +387,223 @@ def test_is_cancelled_exception() -> None:
     assert not is_cancelled_exception(_activity_error())
     assert not is_cancelled_exception(ValueError())
     assert not is_cancelled_exception(ApplicationError("Cancelled"))
+
+
+def test_application_error_category() -> None:
+    assert [(m.name, m.value) for m in ApplicationErrorCategory] == [
+        ("UNSPECIFIED", 0),
+        ("BENIGN", 1),
+    ]
+    assert ApplicationError("oops").category is ApplicationErrorCategory.UNSPECIFIED
+    benign = ApplicationError("not yet", type="NotReady", category=ApplicationErrorCategory.BENIGN)
+    assert benign.category is ApplicationErrorCategory.BENIGN
+    assert str(benign) == "NotReady: not yet"
+
+
+def test_query_reject_condition_values() -> None:
+    assert [(m.name, m.value) for m in QueryRejectCondition] == [
+        ("NONE", 1),
+        ("NOT_OPEN", 2),
+        ("NOT_COMPLETED_CLEANLY", 3),
+    ]
+
+
+def test_enums_and_signatures_match_temporalio() -> None:
+    pytest.importorskip("temporalio.exceptions")
+    import temporalio.client
+    import temporalio.common
+    import temporalio.exceptions
+
+    for ours, theirs in (
+        (ApplicationErrorCategory, temporalio.exceptions.ApplicationErrorCategory),
+        (QueryRejectCondition, temporalio.common.QueryRejectCondition),
+    ):
+        assert [(m.name, m.value) for m in ours] == [(m.name, m.value) for m in theirs]
+    for our_cls, their_cls in (
+        (ApplicationError, temporalio.exceptions.ApplicationError),
+        (FailureError, temporalio.exceptions.FailureError),
+        (WorkflowQueryRejectedError, temporalio.client.WorkflowQueryRejectedError),
+        (WorkflowQueryFailedError, temporalio.client.WorkflowQueryFailedError),
+    ):
+        ours_params = inspect.signature(our_cls.__init__).parameters.values()
+        theirs_params = inspect.signature(their_cls.__init__).parameters.values()
+        assert [(p.name, p.kind, p.default) for p in ours_params] == [
+            (p.name, p.kind, p.default) for p in theirs_params
+        ], our_cls.__name__
+    # Their WorkflowAlreadyStartedError's parameters are all ours (we add ``reason``).
+    theirs_started = inspect.signature(temporalio.exceptions.WorkflowAlreadyStartedError)
+    ours_started = inspect.signature(WorkflowAlreadyStartedError).parameters
+    for param in theirs_started.parameters.values():
+        assert ours_started[param.name].kind == param.kind, param.name
+        assert ours_started[param.name].default == param.default, param.name
+
+
+def test_failure_error_exc_args_and_failure_json() -> None:
+    err = FailureError("the message", exc_args=("shown", 2))
+    assert err.args == ("shown", 2) and err.message == "the message"
+    assert FailureError("m").args == ("m",)
+    assert FailureError("m").failure is None
+    json_failure = {"message": "m", "serverFailureInfo": {"nonRetryable": True}}
+    viewed = FailureError("m", failure=json_failure).failure
+    assert isinstance(viewed, Failure)
+    assert viewed.server_failure_info.non_retryable is True
+    assert FailureError("m", failure=viewed).failure is viewed
+    with pytest.raises(TypeError, match="Failure JSON"):
+        FailureError("m", failure="message: m")  # type: ignore[arg-type]
+
+
+def test_failure_error_takes_a_protobuf_failure_as_temporalio_does() -> None:
+    pytest.importorskip("temporalio.api.failure.v1")
+    from temporalio.api.enums.v1 import ApplicationErrorCategory as ProtoCategory
+    from temporalio.api.failure.v1 import ApplicationFailureInfo
+    from temporalio.api.failure.v1 import Failure as ProtoFailure
+
+    benign = ProtoCategory.APPLICATION_ERROR_CATEGORY_BENIGN
+    proto = ProtoFailure(
+        message="m", application_failure_info=ApplicationFailureInfo(type="T", category=benign)
+    )
+    err = FailureError("m", failure=proto)  # type: ignore[arg-type]
+    assert err.failure == {
+        "message": "m",
+        "applicationFailureInfo": {"type": "T", "category": "APPLICATION_ERROR_CATEGORY_BENIGN"},
+    }
+    assert err.failure is not None
+    assert err.failure.application_failure_info.category is ApplicationErrorCategory.BENIGN
+
+
+_FULL_FAILURE = {
+    "message": "Activity task failed",
+    "source": "PythonSDK",
+    "stackTrace": "  File x",
+    "activityFailureInfo": {
+        "scheduledEventId": "5",
+        "startedEventId": 6,
+        "identity": "w@h",
+        "activityType": {"name": "charge"},
+        "activityId": "1",
+        "retryState": "RETRY_STATE_NON_RETRYABLE_FAILURE",
+    },
+    "cause": {
+        "message": "declined",
+        "applicationFailureInfo": {
+            "type": "InvalidCard",
+            "nonRetryable": True,
+            "nextRetryDelay": "1.500s",
+            "category": "APPLICATION_ERROR_CATEGORY_BENIGN",
+            "details": {
+                "payloads": [
+                    {"metadata": {"encoding": "anNvbi9wbGFpbg=="}, "data": "eyJhIjoxfQ=="},
+                ]
+            },
+        },
+    },
+}
+
+
+def test_failure_view_reads_fields_with_protobuf_names() -> None:
+    failure = FailureError("m", failure=_FULL_FAILURE).failure
+    assert failure is not None
+    assert (failure.message, failure.source, failure.stack_trace) == (
+        "Activity task failed",
+        "PythonSDK",
+        "  File x",
+    )
+    info = failure.activity_failure_info
+    assert (info.scheduled_event_id, info.started_event_id) == (5, 6)  # int64: text or number
+    assert (info.identity, info.activity_type.name, info.activity_id) == ("w@h", "charge", "1")
+    assert info.retry_state is RetryState.NON_RETRYABLE_FAILURE
+    app = failure.cause.application_failure_info
+    assert (app.type, app.non_retryable) == ("InvalidCard", True)
+    assert app.category is ApplicationErrorCategory.BENIGN
+    assert app.next_retry_delay.ToTimedelta() == timedelta(seconds=1.5)
+    assert (app.next_retry_delay.seconds, app.next_retry_delay.nanos) == (1, 500_000_000)
+    [payload] = app.details.payloads
+    assert payload.metadata == {"encoding": b"json/plain"} and payload.data == b'{"a":1}'
+    assert engine.converter.DataConverter.default.from_payloads_json(app.details.payloads) == [
+        {"a": 1}
+    ]
+    assert failure.WhichOneof("failure_info") == "activity_failure_info"
+    assert failure.cause.WhichOneof("failure_info") == "application_failure_info"
+    assert failure.HasField("cause") and failure.HasField("failure_info")
+    assert failure.HasField("activity_failure_info")
+    assert not failure.HasField("timeout_failure_info")
+    assert app.HasField("next_retry_delay") and app.HasField("details")
+
+
+def test_failure_view_gives_protobuf_defaults_for_missing_fields() -> None:
+    failure = Failure({})
+    assert failure and len(failure) == 0  # true even when empty, as a protobuf message is
+    assert (failure.message, failure.source, failure.stack_trace) == ("", "", "")
+    assert failure.cause.message == "" and failure.cause.cause.stack_trace == ""
+    app = failure.application_failure_info
+    assert (app.type, app.non_retryable, app.category) == ("", False, 0)
+    assert app.details.payloads == [] and app.next_retry_delay.ToTimedelta() == timedelta(0)
+    assert failure.timeout_failure_info.timeout_type == 0
+    assert failure.timeout_failure_info.last_heartbeat_details.payloads == []
+    act = failure.activity_failure_info
+    assert (act.scheduled_event_id, act.retry_state, act.activity_type.name) == (0, 0, "")
+    child = failure.child_workflow_execution_failure_info
+    assert (child.namespace, child.workflow_execution.workflow_id, child.workflow_type.name) == (
+        "",
+        "",
+        "",
+    )
+    assert child.initiated_event_id == 0 and child.retry_state == 0
+    assert failure.canceled_failure_info.details.payloads == []
+    assert failure.server_failure_info.non_retryable is False
+    assert failure.encoded_attributes.data == b"" and failure.encoded_attributes.metadata == {}
+    assert failure.WhichOneof("failure_info") is None
+    assert not failure.HasField("cause") and not failure.HasField("failure_info")
+    # An unknown enum value reads as 0, as protobuf reads one it does not know.
+    assert (
+        Failure(
+            {"timeoutFailureInfo": {"timeoutType": "TIMEOUT_TYPE_NEW"}}
+        ).timeout_failure_info.timeout_type
+        == 0
+    )
+
+
+def test_failure_view_is_the_json_by_item_and_read_only() -> None:
+    failure = Failure(_FULL_FAILURE)
+    # Item access, ``get`` and ``in`` are the JSON itself, by JSON names.
+    assert failure["stackTrace"] == "  File x"
+    assert failure["cause"] is _FULL_FAILURE["cause"]
+    assert failure.get("encodedAttributes") is None and "activityFailureInfo" in failure
+    assert failure == _FULL_FAILURE and _FULL_FAILURE == failure  # noqa: SIM300 (both sides)
+    assert failure != Failure({"message": "other"})
+    assert Failure({}) != engine._failure.ApplicationFailureInfo({})  # types differ
+    copied = failure.to_json()
+    assert copied == _FULL_FAILURE and copied["cause"] is not _FULL_FAILURE["cause"]
+    with pytest.raises(AttributeError, match="read-only"):
+        failure.message = "changed"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        failure.not_a_field  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(ValueError, match="does not have presence"):
+        failure.HasField("message")
+    with pytest.raises(ValueError, match='no "nope" field'):
+        failure.HasField("nope")
+    with pytest.raises(ValueError, match="scheduled_event_id"):
+        _ = Failure(
+            {"activityFailureInfo": {"scheduledEventId": "five"}}
+        ).activity_failure_info.scheduled_event_id
+    assert "Activity task failed" in repr(failure)
+
+
+def test_workflow_query_rejected_error() -> None:
+    err = WorkflowQueryRejectedError(WorkflowExecutionStatus.FAILED)
+    assert err.status is WorkflowExecutionStatus.FAILED
+    assert str(err) == "Query rejected, status: 3"  # temporalio's message, word for word
+    assert isinstance(err, DurableError) and not isinstance(err, FailureError)
+    assert WorkflowQueryRejectedError(None).status is None
+
+
+def test_workflow_query_failed_error_has_message() -> None:
+    err = WorkflowQueryFailedError("no handler for query 'x'")
+    assert err.message == str(err) == "no handler for query 'x'"
+
+
+def test_temporalio_attribute_names_of_client_errors() -> None:
+    assert WorkflowContinuedAsNewError("run-2").new_execution_run_id == "run-2"
+    started = WorkflowAlreadyStartedError("w", "W", run_id="r2", first_run_id="r1")
+    assert (started.run_id, started.first_run_id) == ("r2", "r1")
+    assert WorkflowAlreadyStartedError("w", "W").first_run_id is None
