@@ -1,9 +1,11 @@
-"""Test environments: a time-skipping one where timers take no real time, a local one, and
-one that runs an activity function on its own.
+"""Test environments: a time-skipping one where timers take no real time, a local one, one
+over a client you already have, and one that runs an activity function on its own.
 
-``WorkflowEnvironment.start_time_skipping()`` gives a client on a fresh database whose
-clock jumps to the next timer whenever no task is ready or running, so a 30-day timer or a
-retry backoff completes at once. ``start_local()`` runs in real time.
+As ``temporalio.testing``: ``WorkflowEnvironment.start_time_skipping()`` gives a client on a
+fresh database whose clock jumps to the next timer whenever a result is awaited and no task
+is ready or running, so a 30-day timer or a retry backoff completes at once; ``env.sleep``
+moves that clock from timer to timer, letting the workflows run at each. ``start_local()``
+runs in real time, and ``WorkflowEnvironment.from_client(client)`` uses ``client`` as it is.
 ``ActivityEnvironment().run(fn, *args)`` runs activity code with ``engine.activity``'s
 functions answering from the environment, as ``temporalio.testing.ActivityEnvironment``.
 """
@@ -18,8 +20,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._service.clock import Clock, SkippingClock
 from ._store.gateway import Store
@@ -35,26 +36,35 @@ from .common import Priority
 from .converter import DataConverter
 from .exceptions import CancelledError
 
+if TYPE_CHECKING:
+    from ._store.tx import StoreTx
+    from .client import WorkflowHandle
+
 __all__ = ["ActivityEnvironment", "WorkflowEnvironment"]
 
 
 class WorkflowEnvironment:
-    """A client plus a private database (and clock) for tests and teaching."""
+    """A client to run workflows on in tests (``temporalio.testing.WorkflowEnvironment``).
 
-    def __init__(self, client: Client, clock: Clock, tmpdir: Path | None) -> None:
-        self.client = client
-        self._clock = clock
-        self._tmpdir = tmpdir
+    Start one with :meth:`start_time_skipping` (a fresh database whose clock skips, as
+    Temporal's time-skipping test server), :meth:`start_local` (a fresh database in real
+    time) or :meth:`from_client` (a client you already have). Use :attr:`client`; end with
+    :meth:`shutdown`, or ``async with await WorkflowEnvironment.start_time_skipping() as
+    env:``.
+
+    Deliberate differences from ``temporalio``: the factories take ``database_url`` (the
+    database to use instead of a fresh temporary SQLite one) and none of the server's
+    options; ``assert`` failures in workflows are not turned into workflow failures (a
+    failed ``assert`` fails the workflow task, which is retried, as any exception's).
+    """
 
     @classmethod
-    async def start_time_skipping(
-        cls,
-        *,
-        data_converter: DataConverter | None = None,
-        database_url: str | None = None,
-    ) -> WorkflowEnvironment:
-        """An environment whose clock skips ahead to the next timer when all is waiting."""
-        return await cls._start(SkippingClock(), data_converter, database_url)
+    def from_client(cls, client: Client) -> WorkflowEnvironment:
+        """An environment on ``client``, as it is: no time skipping of its own
+        (:attr:`supports_time_skipping` is False, :meth:`sleep` waits in real time,
+        :meth:`get_current_time` is the system's time), and :meth:`shutdown` leaves the
+        client open: it stays the caller's to close."""
+        return cls(client)
 
     @classmethod
     async def start_local(
@@ -63,8 +73,90 @@ class WorkflowEnvironment:
         data_converter: DataConverter | None = None,
         database_url: str | None = None,
     ) -> WorkflowEnvironment:
-        """An environment in real time on a fresh temporary SQLite database."""
-        return await cls._start(Clock(), data_converter, database_url)
+        """An environment in real time on a fresh temporary SQLite database (or on
+        ``database_url``). :meth:`sleep` waits in real time."""
+        return await _OwnDatabaseEnvironment._start(Clock(), data_converter, database_url)
+
+    @classmethod
+    async def start_time_skipping(
+        cls,
+        *,
+        data_converter: DataConverter | None = None,
+        database_url: str | None = None,
+    ) -> WorkflowEnvironment:
+        """An environment whose clock skips, as Temporal's time-skipping test server's.
+
+        Awaiting a workflow's result (``handle.result()``, ``client.execute_workflow``)
+        lets time jump to the next timer whenever no workflow or activity task is ready or
+        running; :meth:`sleep` moves time forward by its duration, timer by timer. Time
+        is global to the environment, not to one workflow. On a fresh temporary SQLite
+        database, or on ``database_url``.
+        """
+        return await _TimeSkippingEnvironment._start(SkippingClock(), data_converter, database_url)
+
+    def __init__(self, client: Client) -> None:
+        """An environment on ``client``; most callers use a factory method instead."""
+        self._client = client
+
+    async def __aenter__(self) -> WorkflowEnvironment:
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        await self.shutdown()
+
+    @property
+    def client(self) -> Client:
+        """The client of this environment."""
+        return self._client
+
+    async def shutdown(self) -> None:
+        """Shut the environment down (one from :meth:`from_client` leaves its client open)."""
+
+    async def sleep(self, duration: timedelta | float) -> None:
+        """Let ``duration`` (seconds, or a timedelta) pass: in real time here; in a
+        time-skipping environment by moving its clock."""
+        await asyncio.sleep(_seconds(duration))
+
+    async def get_current_time(self, handle: WorkflowHandle | None = None) -> datetime:
+        """The environment's current time (UTC): the system's here, the skipping clock's in
+        a time-skipping environment. ``handle`` is accepted for ``temporalio``'s signature
+        (its per-workflow clocks) and ignored: one clock serves every workflow."""
+        return datetime.now(UTC)
+
+    @property
+    def supports_time_skipping_v1(self) -> bool:
+        """True for a :meth:`start_time_skipping` environment: one clock for every workflow,
+        skipped as Temporal's (V1) time-skipping test server skips it."""
+        return False
+
+    @property
+    def supports_time_skipping_v2(self) -> bool:
+        """Always False: there are no per-workflow clocks (Temporal's V2) here."""
+        return False
+
+    @property
+    def supports_time_skipping(self) -> bool:
+        """Whether this environment's time skips (:meth:`start_time_skipping`)."""
+        return self.supports_time_skipping_v1 or self.supports_time_skipping_v2
+
+    @contextlib.contextmanager
+    def auto_time_skipping_disabled(self) -> Iterator[None]:
+        """In a time-skipping environment, waits for a result begun inside the block do
+        not skip time (they wait in real time; :meth:`sleep` still skips). A no-op here."""
+        yield None
+
+
+def _seconds(duration: timedelta | float) -> float:
+    return duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
+
+
+class _OwnDatabaseEnvironment(WorkflowEnvironment):
+    """An environment with a client of its own (on a fresh database unless told one),
+    hosting the service's timer loop: :meth:`shutdown` closes them."""
+
+    def __init__(self, client: Client, tmpdir: Path | None) -> None:
+        super().__init__(client)
+        self._tmpdir = tmpdir
 
     @classmethod
     async def _start(
@@ -74,48 +166,96 @@ class WorkflowEnvironment:
         if database_url is None:
             tmpdir = Path(tempfile.mkdtemp(prefix="durable-env-"))
             database_url = f"sqlite:///{tmpdir / 'durable.db'}"
-        store = await asyncio.to_thread(_open_private, database_url)
+        try:
+            store = await asyncio.to_thread(_open_private, database_url)
+        except BaseException:
+            if tmpdir is not None:
+                shutil.rmtree(tmpdir, ignore_errors=True)
+            raise
         store._users = 1
         client = Client(store, data_converter=data_converter, clock=clock)
         client._acquire_host()
-        return cls(client, clock, tmpdir)
-
-    @property
-    def supports_time_skipping(self) -> bool:
-        """Whether the clock skips."""
-        return isinstance(self._clock, SkippingClock)
-
-    async def get_current_time(self) -> datetime:
-        """The environment's current time."""
-        return datetime.fromtimestamp(self._clock.now(), UTC)
-
-    async def sleep(self, duration: timedelta | float) -> None:
-        """Let ``duration`` pass: instantly when skipping, in real time otherwise."""
-        seconds = duration.total_seconds() if isinstance(duration, timedelta) else duration
-        if isinstance(self._clock, SkippingClock):
-            self._clock.advance(seconds)
-            self.client.store.notifier.notify("timers")
-            await asyncio.sleep(0.01)
-        else:
-            await asyncio.sleep(seconds)
+        return cls(client, tmpdir)
 
     async def shutdown(self) -> None:
-        """Stop the timer loop, close the database, remove a temporary one."""
-        await self.client._release_host()
-        await self.client.close()
+        """Stop the timer loop, close the client and its database, remove a temporary one."""
+        client = self._client
+        if client._host is not None:
+            await client._release_host()
+        await client.close()
         if self._tmpdir is not None:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
 
-    async def __aenter__(self) -> WorkflowEnvironment:
-        return self
+    async def get_current_time(self, handle: WorkflowHandle | None = None) -> datetime:
+        """The current time of the environment's clock (UTC)."""
+        return datetime.fromtimestamp(self._client.clock.now(), UTC)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
+
+#: How long :meth:`_TimeSkippingEnvironment.sleep` waits, in real time, before looking
+#: again at work in progress (doubling from the first to the second).
+_IDLE_POLL = (0.001, 0.02)
+
+
+class _TimeSkippingEnvironment(_OwnDatabaseEnvironment):
+    """:meth:`WorkflowEnvironment.start_time_skipping`'s environment."""
+
+    @property
+    def _clock(self) -> SkippingClock:
+        clock = self._client.clock
+        assert isinstance(clock, SkippingClock)
+        return clock
+
+    @property
+    def supports_time_skipping_v1(self) -> bool:
+        return True
+
+    async def sleep(self, duration: timedelta | float) -> None:
+        """Move time forward by ``duration``, as Temporal's time-skipping test server does:
+        timer by timer, letting the workflows run at each.
+
+        The clock jumps to the next due timer (a workflow's timer, a retry backoff, a
+        timeout), the timer fires, and the next jump waits until no workflow or activity
+        task is ready or running, so a workflow waking every 30 days runs at day 30, 60
+        and 90 of a 90-day sleep, not once at its end. While a task is ready or running
+        (an activity at work, a workflow task no worker has taken yet) time does not jump:
+        it runs in real time, as on Temporal's server, where such a task holds time
+        skipping locked. No jump passes the end of the sleep; work that timers due at its
+        very end start may still be running when it returns.
+        """
+        clock = self._clock
+        client = self._client
+        end = clock.now() + max(0.0, _seconds(duration))
+        pause = _IDLE_POLL[0]
+        with clock.sleeping_until(end):
+            while True:
+                now = clock.now()
+                busy, next_at = await client.store.read(_sleep_state, now)
+                due = next_at is not None and next_at <= now
+                if due and await client.service.fire_due_timers():
+                    pause = _IDLE_POLL[0]
+                    continue  # what fired made work: wait for it before the next jump
+                if now >= end:
+                    return
+                if busy or due:
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, _IDLE_POLL[1])
+                    continue
+                clock.advance_to(end if next_at is None else min(next_at, end))
+                pause = _IDLE_POLL[0]
+
+    @contextlib.contextmanager
+    def auto_time_skipping_disabled(self) -> Iterator[None]:
+        """Waits for a result begun inside the block do not skip time: they wait in real
+        time (``temporalio``'s V1 environment). :meth:`sleep` still skips."""
+        with self._clock.auto_skipping_disabled():
+            yield None
+
+
+def _sleep_state(tx: StoreTx, now: float) -> tuple[bool, float | None]:
+    """Whether a workflow or activity task is ready or running at ``now``, and when the
+    next timer is due: what the service's ``skip_to_next_timer`` looks at, in one snapshot."""
+    return tx.work_in_progress(now), tx.next_timer_at()
 
 
 def _open_private(url: str) -> Store:
