@@ -14,22 +14,28 @@ import logging
 import random as _random
 import uuid as _uuid
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
-from ._model.definitions import (
-    ActivityDefinition,
-    HandlerDefinition,
-    WorkflowDefinition,
-    set_workflow_definition,
-    type_hints,
+from ._aio import as_completed, wait
+from ._model.decorators import (
+    activity_name,
+    definition_name,
+    defn,
+    handler_name,
+    init,
+    query,
+    run,
+    signal,
+    update,
 )
 from .common import (
     ActivityCancellationType,
     ChildWorkflowCancellationType,
     ParentClosePolicy,
+    Priority,
     RetryPolicy,
     WorkflowIDReusePolicy,
 )
@@ -44,6 +50,8 @@ __all__ = [
     "Info",
     "NondeterminismError",
     "ParentClosePolicy",
+    "ParentInfo",
+    "RootInfo",
     "activity_name",
     "all_handlers_finished",
     "as_completed",
@@ -55,16 +63,26 @@ __all__ = [
     "execute_activity_class",
     "execute_activity_method",
     "execute_child_workflow",
+    "get_current_details",
     "handler_name",
     "in_workflow",
     "info",
     "init",
+    "instance",
+    "is_failure_exception",
     "logger",
+    "memo",
+    "memo_value",
+    "new_random",
     "now",
     "patched",
+    "payload_converter",
     "query",
     "random",
+    "random_seed",
+    "register_random_seed_callback",
     "run",
+    "set_current_details",
     "signal",
     "sleep",
     "start_activity",
@@ -72,6 +90,7 @@ __all__ = [
     "start_activity_method",
     "start_child_workflow",
     "time",
+    "time_ns",
     "unsafe",
     "update",
     "uuid4",
@@ -90,24 +109,58 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
-class Info:
-    """What a workflow knows about its own run (``workflow.info()``)."""
+class ParentInfo:
+    """The run that started this one as a child (``workflow.info().parent``)."""
 
     namespace: str
-    workflow_id: str
     run_id: str
-    workflow_type: str
-    task_queue: str
+    workflow_id: str
+
+
+@dataclass(frozen=True)
+class RootInfo:
+    """The run at the top of this run's chain of parents (``workflow.info().root``)."""
+
+    run_id: str
+    workflow_id: str
+
+
+@dataclass(frozen=True)
+class Info:
+    """What a workflow knows about its own run (``workflow.info()``): the fields of
+    ``temporalio.workflow.Info``, in its order. ``start_time`` is when the run's first
+    workflow task began, ``workflow_start_time`` when the run started. ``headers`` and the
+    search attributes are empty here (no interceptors; search attributes: a later
+    version), and so is ``cron_schedule`` unless the run was started with one."""
+
     attempt: int
-    start_time: datetime
-    first_execution_run_id: str
     continued_run_id: str | None
-    run_timeout: timedelta | None
+    cron_schedule: str | None
     execution_timeout: timedelta | None
+    first_execution_run_id: str
+    headers: Mapping[str, Any]
+    namespace: str
+    original_execution_run_id: str
+    parent: ParentInfo | None
+    root: RootInfo | None
+    priority: Priority
+    raw_memo: Mapping[str, Any]
+    retry_policy: RetryPolicy | None
+    run_id: str
+    run_timeout: timedelta | None
+    search_attributes: Mapping[str, Any]
+    start_time: datetime
+    task_queue: str
     task_timeout: timedelta
-    history_length: int
-    history_size: int
-    continue_as_new_suggested: bool
+    typed_search_attributes: Mapping[str, Any]
+    workflow_id: str
+    workflow_start_time: datetime
+    workflow_type: str
+    #: Kept from earlier versions of this engine: as of the run's first workflow task.
+    #: Use the methods below for the current values.
+    history_length: int = 0
+    history_size: int = 0
+    continue_as_new_suggested: bool = False
 
     def get_current_history_length(self) -> int:
         """Events in the history so far, as of the current workflow task."""
@@ -136,6 +189,27 @@ class _Runtime(ABC):
 
     @abstractmethod
     def is_replaying(self) -> bool: ...
+
+    @abstractmethod
+    def random_seed(self) -> int: ...
+
+    @abstractmethod
+    def instance(self) -> Any: ...
+
+    @abstractmethod
+    def payload_converter(self) -> Any: ...
+
+    @abstractmethod
+    def current_details(self, new: str | None = None) -> str: ...
+
+    @abstractmethod
+    def memo(self) -> Mapping[str, Any]: ...
+
+    @abstractmethod
+    def memo_value(self, key: str, default: Any, type_hint: type | None) -> Any: ...
+
+    @abstractmethod
+    def is_failure_exception(self, err: BaseException) -> bool: ...
 
     @abstractmethod
     def history_length(self) -> int: ...
@@ -222,6 +296,76 @@ def uuid4() -> _uuid.UUID:
     return _uuid.UUID(int=random().getrandbits(128), version=4)
 
 
+def time_ns() -> int:
+    """Replay-safe current time as epoch nanoseconds (``time.time_ns`` for workflows)."""
+    moment = now()
+    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1_000
+
+
+def random_seed() -> int:
+    """The seed of the run's :func:`random` (fixed for the run here: this engine has no
+    workflow reset, which is when Temporal's seed changes)."""
+    return _runtime().random_seed()
+
+
+def new_random(name: str | None = None) -> _random.Random:
+    """A new replay-safe generator seeded from the run's seed: without ``name`` it starts
+    as :func:`random` did, with one its own sequence (another name, another sequence)."""
+    seed = random_seed()
+    return _random.Random(seed if name is None else f"{seed}/{name}")
+
+
+def register_random_seed_callback(callback: Callable[[int], None]) -> None:
+    """Accepted for Temporal's code: the callback would be told of a new seed, which a run
+    never gets here (no workflow reset)."""
+    _runtime().random_seed()  # in a workflow, as temporalio requires
+
+
+def instance() -> Any:
+    """The running workflow's object (the instance of the ``@workflow.defn`` class)."""
+    return _runtime().instance()
+
+
+def payload_converter() -> Any:
+    """The payload converter of the worker's data converter (for dynamic handlers)."""
+    return _runtime().payload_converter()
+
+
+def get_current_details() -> str:
+    """The run's current details (a short status text; set with :func:`set_current_details`),
+    shown by ``__temporal_workflow_metadata`` and the views."""
+    return _runtime().current_details()
+
+
+def set_current_details(description: str) -> None:
+    """Set the run's current details: what it is doing now, for people watching it."""
+    if not isinstance(description, str):
+        raise InvalidArgumentError(
+            f"set_current_details takes a string, not {type(description).__name__}"
+        )
+    _runtime().current_details(description)
+
+
+def memo() -> Mapping[str, Any]:
+    """The run's memo, decoded (``start_workflow(..., memo={...})``)."""
+    return _runtime().memo()
+
+
+_NO_DEFAULT: Any = object()
+
+
+def memo_value(key: str, default: Any = _NO_DEFAULT, *, type_hint: type | None = None) -> Any:
+    """One memo value, decoded (into ``type_hint`` when given); ``default`` when the memo
+    has no ``key``, else :class:`KeyError`."""
+    return _runtime().memo_value(key, default, type_hint)
+
+
+def is_failure_exception(err: BaseException) -> bool:
+    """Whether ``err``, raised out of the workflow, fails the run (rather than the workflow
+    task, which is retried): a Temporal failure (``ApplicationError``, ...) does."""
+    return _runtime().is_failure_exception(err)
+
+
 class _ReplaySafeLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
     """Logs with the workflow's ids, and stays quiet while the workflow replays."""
 
@@ -256,99 +400,6 @@ async def wait_condition(
     """
     seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
     await _runtime().wait_condition(fn, seconds)
-
-
-async def wait(
-    fs: Iterable[asyncio.Future[Any]],
-    *,
-    timeout: float | None = None,
-    return_when: str = asyncio.ALL_COMPLETED,
-) -> tuple[list[asyncio.Future[Any]], list[asyncio.Future[Any]]]:
-    """``asyncio.wait`` for workflow code: wait for the tasks or futures ``fs`` (an
-    activity or child handle, ``asyncio.create_task(...)``) until ``return_when``
-    (``asyncio.FIRST_COMPLETED``, ``FIRST_EXCEPTION`` or ``ALL_COMPLETED``) or ``timeout``
-    seconds (a durable timer). Returns ``(done, pending)`` as lists in the order given:
-    ``asyncio.wait``'s sets iterate in an order that can differ on replay."""
-    if asyncio.isfuture(fs) or asyncio.iscoroutine(fs):
-        raise TypeError(f"wait() takes an iterable of tasks or futures, not {type(fs).__name__}")
-    if return_when not in (asyncio.FIRST_COMPLETED, asyncio.FIRST_EXCEPTION, asyncio.ALL_COMPLETED):
-        raise ValueError(f"return_when must be an asyncio constant, not {return_when!r}")
-    futures = list(fs)
-    if not futures:
-        raise ValueError("wait() needs at least one task or future")
-    if any(asyncio.iscoroutine(f) for f in futures):
-        raise TypeError("wait() takes tasks, not coroutines: wrap each in asyncio.create_task()")
-    loop = asyncio.get_running_loop()
-    woken: asyncio.Future[None] = loop.create_future()
-    left = len(futures)
-
-    def wake() -> None:
-        if not woken.done():
-            woken.set_result(None)
-
-    def one_done(f: asyncio.Future[Any]) -> None:
-        nonlocal left
-        left -= 1
-        failed = not f.cancelled() and f.exception() is not None
-        if (
-            left <= 0
-            or return_when == asyncio.FIRST_COMPLETED
-            or (return_when == asyncio.FIRST_EXCEPTION and failed)
-        ):
-            wake()
-
-    for f in futures:
-        f.add_done_callback(one_done)
-    timer = loop.call_later(timeout, wake) if timeout is not None else None
-    try:
-        await woken
-    finally:
-        if timer is not None:
-            timer.cancel()
-        for f in futures:
-            f.remove_done_callback(one_done)
-    return [f for f in futures if f.done()], [f for f in futures if not f.done()]
-
-
-def as_completed(
-    fs: Iterable[Awaitable[T]], *, timeout: float | None = None
-) -> Iterator[Awaitable[T]]:
-    """``asyncio.as_completed`` for workflow code: an iterator of awaitables, each giving
-    the next result (or raising the next failure) in the order the awaitables finish;
-    after ``timeout`` seconds (a durable timer) the rest raise ``TimeoutError``."""
-    if asyncio.isfuture(fs) or asyncio.iscoroutine(fs):
-        raise TypeError(f"as_completed() takes an iterable of awaitables, not {type(fs).__name__}")
-    loop = asyncio.get_running_loop()
-    todo: list[asyncio.Future[T]] = [asyncio.ensure_future(f) for f in list(fs)]
-    finished: asyncio.Queue[asyncio.Future[T] | None] = asyncio.Queue()
-    count = len(todo)
-    timer: asyncio.TimerHandle | None = None
-
-    def one_done(f: asyncio.Future[T]) -> None:
-        if f in todo:
-            todo.remove(f)
-            finished.put_nowait(f)
-        if not todo and timer is not None:
-            timer.cancel()
-
-    def expire() -> None:
-        for f in todo:
-            f.remove_done_callback(one_done)
-            finished.put_nowait(None)
-        todo.clear()
-
-    async def next_result() -> T:
-        f = await finished.get()
-        if f is None:
-            raise TimeoutError("as_completed() timed out")
-        return f.result()
-
-    for f in todo:
-        f.add_done_callback(one_done)
-    if todo and timeout is not None:
-        timer = loop.call_later(timeout, expire)
-    for _ in range(count):
-        yield next_result()
 
 
 def patched(patch_id: str) -> bool:
@@ -619,162 +670,8 @@ def continue_as_new(
 
 
 # ---------------------------------------------------------------------------------------
-# decorators
+# decorators (defined with the definitions they build: engine/_model/decorators.py)
 # ---------------------------------------------------------------------------------------
-
-_RUN = "__durable_run__"
-_INIT = "__durable_init__"
-_HANDLER = "__durable_handler__"
-
-
-@overload
-def defn(cls: C) -> C: ...
-
-
-@overload
-def defn(
-    *, name: str | None = None, sandboxed: bool = True, dynamic: bool = False
-) -> Callable[[C], C]: ...
-
-
-def defn(
-    cls: C | None = None,
-    *,
-    name: str | None = None,
-    sandboxed: bool = True,
-    dynamic: bool = False,
-) -> C | Callable[[C], C]:
-    """Mark a class as a workflow definition. ``name`` defaults to the class name.
-
-    ``sandboxed`` is accepted for compatibility and ignored: there is no import sandbox;
-    determinism is enforced by the event loop and by replay.
-    """
-
-    def decorate(c: C) -> C:
-        _build_definition(c, name or c.__name__)
-        return c
-
-    return decorate(cls) if cls is not None else decorate
-
-
-def _build_definition(cls: type, name: str) -> None:
-    run_fn: Callable[..., Any] | None = None
-    handlers: dict[str, dict[str | None, HandlerDefinition]] = {
-        "signal": {},
-        "query": {},
-        "update": {},
-    }
-    for klass in reversed(cls.__mro__):
-        for attr, member in vars(klass).items():
-            if getattr(member, _RUN, False):
-                run_fn = getattr(cls, attr)
-            handler = getattr(member, _HANDLER, None)
-            if isinstance(handler, HandlerDefinition):
-                handlers[handler.kind][handler.name] = handler
-    if run_fn is None:
-        raise InvalidArgumentError(
-            f"workflow class {cls.__qualname__} has no @workflow.run method: mark the async "
-            "method that runs the workflow with @workflow.run"
-        )
-    if not inspect.iscoroutinefunction(run_fn):
-        raise InvalidArgumentError(
-            f"{cls.__qualname__}.{run_fn.__name__} must be 'async def' to be a @workflow.run"
-        )
-    init = cls.__dict__.get("__init__")
-    arg_types, return_type = type_hints(run_fn, skip_self=True)
-    set_workflow_definition(
-        cls,
-        WorkflowDefinition(
-            name=name,
-            cls=cls,
-            run_fn=run_fn,
-            signals=handlers["signal"],
-            queries=handlers["query"],
-            updates=handlers["update"],
-            init_takes_args=bool(init is not None and getattr(init, _INIT, False)),
-            arg_types=arg_types,
-            return_type=return_type,
-        ),
-    )
-
-
-def run(fn: F) -> F:
-    """Mark the workflow's entry method (``async def``)."""
-    setattr(fn, _RUN, True)
-    return fn
-
-
-def init(fn: F) -> F:
-    """Mark ``__init__`` as taking the workflow's arguments too."""
-    setattr(fn, _INIT, True)
-    return fn
-
-
-def _handler_decorator(kind: str) -> Callable[..., Any]:
-    def decorator(
-        fn: Callable[..., Any] | None = None,
-        *,
-        name: str | None = None,
-        dynamic: bool = False,
-        **_ignored: Any,
-    ) -> Any:
-        def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
-            handler_name = None if dynamic else (name or f.__name__)
-            arg_types, _ = type_hints(f, skip_self=True)
-            handler = HandlerDefinition(
-                name=handler_name,
-                fn=f,
-                is_async=inspect.iscoroutinefunction(f),
-                kind=kind,
-                arg_types=arg_types,
-            )
-            setattr(f, _HANDLER, handler)
-            if kind == "update":
-
-                def validator(v: Callable[..., Any]) -> Callable[..., Any]:
-                    handler.validator = v
-                    return v
-
-                f.validator = validator  # type: ignore[attr-defined]
-            return f
-
-        return decorate(fn) if fn is not None else decorate
-
-    return decorator
-
-
-#: Mark a method as a signal handler (``@workflow.signal`` or ``@workflow.signal(name=...)``).
-signal = _handler_decorator("signal")
-#: Mark a method as a query handler: read-only, must not block.
-query = _handler_decorator("query")
-#: Mark a method as an update handler; add a validator with ``@method.validator``.
-update = _handler_decorator("update")
-
-
-def definition_name(fn_or_cls: Any) -> str:
-    """The workflow type name of a workflow class or its run method, or a string as is."""
-    if isinstance(fn_or_cls, str):
-        return fn_or_cls
-    return WorkflowDefinition.of(fn_or_cls).name
-
-
-def activity_name(fn: Any) -> str:
-    """The activity type name of an activity function, or a string as is."""
-    if isinstance(fn, str):
-        return fn
-    return ActivityDefinition.of(fn).name
-
-
-def handler_name(fn: Any, kind: str) -> str:
-    """The signal/query/update name of a handler method, or a string as is."""
-    if isinstance(fn, str):
-        return fn
-    handler = getattr(fn, _HANDLER, None)
-    if isinstance(handler, HandlerDefinition) and handler.kind == kind and handler.name:
-        return handler.name
-    raise InvalidArgumentError(
-        f"{getattr(fn, '__qualname__', fn)!r} is not a @workflow.{kind} handler"
-    )
 
 
 class unsafe:

@@ -21,8 +21,9 @@ from .._model.events import HistoryEvent
 from ..converter import DataConverter
 from ..exceptions import NondeterminismError
 from . import jobs as j
-from .instance import PATCH_MARKER, WorkflowInstance
+from .instance import WorkflowInstance
 from .jobs import Job
+from .versioning import PATCH_MARKER
 
 _ACTIVITY_RESOLUTIONS = {
     "ActivityTaskCompleted",

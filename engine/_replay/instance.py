@@ -11,21 +11,23 @@ the code until it is blocked, returning the commands it produced. No I/O happens
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import logging
 import random as _random
 import uuid
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, get_args
 
 from .. import workflow
 from .._model import commands as cmd
 from .._model.definitions import WorkflowDefinition
-from ..common import ActivityCancellationType, ChildWorkflowCancellationType, RetryPolicy
+from ..common import (
+    ActivityCancellationType,
+    ChildWorkflowCancellationType,
+    RetryPolicy,
+)
 from ..converter import DataConverter
 from ..exceptions import (
     ActivityError,
@@ -38,20 +40,13 @@ from ..exceptions import (
 from . import jobs as j
 from . import snapshot as snap
 from .handlers import MessageHandlers, WorkflowTaskError
+from .info import info_from_start
 from .jobs import Job
 from .loop import DeterministicLoop
+from .versioning import Versioning
 
 log = logging.getLogger("engine.workflow")
 JsonDict = dict[str, Any]
-
-PATCH_MARKER = "core_patch"
-#: Temporal's core SDK flags whose behaviour this engine has, recorded (as Temporal's SDKs
-#: record theirs) in ``sdkMetadata.coreUsedFlags`` of the first workflow task a run
-#: completes without replaying: 1, activity and child ids and types are checked on replay;
-#: 2, each patch upserts TemporalChangeVersion; 3, the command that closes the run comes
-#: after the task's other commands. temporalio's replayer reads a history by them (without
-#: 2 it expects no upserts, without 3 it drops commands after the closing one).
-SDK_FLAGS = (1, 2, 3)
 
 
 @dataclass
@@ -116,14 +111,8 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         self._object: Any = None
         self._info: workflow.Info | None = None
         self._rng: _random.Random | None = None  # made on first use (most runs never ask)
-        self._patches_seen: set[str] = set()
-        self._patches_memo: dict[str, bool] = {}
-        #: The patches this run has used, in order (the value of TemporalChangeVersion).
-        self._change_versions: list[str] = []
-        #: SDK flags to record in the next workflow task's completion (see take_sdk_flags)
-        #: and the ones the history (or this instance) has recorded.
-        self._sdk_flags: list[int] = []
-        self._sdk_flags_recorded: set[int] = set()
+        self._details = ""
+        self.versioning = Versioning(run_id)
         self._history_length = 0
         self._history_size = 0
         self._suggest_can = False
@@ -154,8 +143,7 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         self._history_size = history_size
         self._suggest_can = suggest_continue_as_new
         self._commands = []
-        if not replaying:
-            self._sdk_flags = [f for f in SDK_FLAGS if f not in self._sdk_flags_recorded]
+        self.versioning.begin_activation(replaying=replaying)
         previous = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(self)
         try:
@@ -176,12 +164,12 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
     # -- jobs: one _apply_<job> method per kind (signals and updates: in handlers) -----
 
     def _apply_notify_has_patch(self, job: j.NotifyHasPatch) -> None:
-        self._patches_seen.add(job.patch_id)
+        self.versioning.history_has_patch(job.patch_id)
 
     def _apply_initialize_workflow(self, job: j.InitializeWorkflow) -> None:
         event = job.event
         attrs = event.attributes
-        self._info = _info_from_start(self, attrs, event.event_time)
+        self._info = info_from_start(self, attrs, event.event_time, self._now)
         args = self.converter.from_payloads_json(
             (attrs.get("input") or {}).get("payloads"), self.defn.arg_types
         )
@@ -323,11 +311,45 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
     def random(self) -> _random.Random:
         """The run's deterministic random generator, seeded from the run id."""
         if self._rng is None:
-            run_id = self.run_id
-            self._rng = _random.Random(
-                uuid.UUID(run_id).int if _is_uuid(run_id) else zlib.crc32(run_id.encode())
-            )
+            self._rng = _random.Random(self.random_seed())
         return self._rng
+
+    def random_seed(self) -> int:
+        """The seed of :meth:`random`: from the run id, so the same on every replay."""
+        run_id = self.run_id
+        return uuid.UUID(run_id).int if _is_uuid(run_id) else zlib.crc32(run_id.encode())
+
+    def instance(self) -> Any:
+        """The workflow object."""
+        return self._object
+
+    def payload_converter(self) -> Any:
+        """The data converter's payload converter."""
+        return self.converter.payload_converter
+
+    def current_details(self, new: str | None = None) -> str:
+        """The run's current details; set them when ``new`` is given."""
+        if new is not None:
+            self._details = new
+        return self._details
+
+    def memo(self) -> dict[str, Any]:
+        """The memo the run started with, decoded."""
+        raw = self.info().raw_memo
+        return {key: self.converter.from_payloads_json([value])[0] for key, value in raw.items()}
+
+    def memo_value(self, key: str, default: Any, type_hint: type | None) -> Any:
+        """One memo value, decoded; ``default`` (or KeyError) when absent."""
+        raw = self.info().raw_memo
+        if key not in raw:
+            if default is workflow._NO_DEFAULT:
+                raise KeyError(f"the run's memo has no key {key!r} (it has: {sorted(raw)})")
+            return default
+        return self.converter.from_payloads_json([raw[key]], [type_hint])[0]
+
+    def is_failure_exception(self, err: BaseException) -> bool:
+        """Whether ``err`` out of the workflow fails the run (a Temporal failure)."""
+        return isinstance(err, FailureError)
 
     def is_replaying(self) -> bool:
         """Whether the current activation replays recorded history."""
@@ -359,39 +381,18 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
             await asyncio.wait_for(fut, timeout)
 
     def patched(self, patch_id: str, deprecated: bool) -> bool:
-        """Versioning marker logic (see engine.workflow.patched)."""
-        if patch_id in self._patches_memo:
-            return self._patches_memo[patch_id]
-        use_new = (not self._replaying) or patch_id in self._patches_seen
-        if use_new:
-            # As Temporal's core SDK writes them: plain JSON, never through the payload
-            # codec (the marker is the SDK's, not the workflow's data), then the upsert of
-            # every patch the run has used so far. "patch-data", with a hyphen: the key
-            # Temporal's SDKs read.
-            marker = _json_payload({"id": patch_id, "deprecated": deprecated})
-            self._commands.append(
-                cmd.RecordMarker(PATCH_MARKER, {"patch-data": {"payloads": [marker]}})
-            )
-            if patch_id not in self._change_versions:
-                self._change_versions.append(patch_id)
-            versions = _json_payload(self._change_versions, search_type="KeywordList")
-            self._commands.append(
-                cmd.UpsertWorkflowSearchAttributes({cmd.CHANGE_VERSION_ATTRIBUTE: versions})
-            )
-        self._patches_memo[patch_id] = use_new
+        """Versioning marker logic (see engine.workflow.patched and versioning.py)."""
+        use_new, commands = self.versioning.patched(patch_id, deprecated, replaying=self._replaying)
+        self._commands.extend(commands)
         return use_new
 
     def note_recorded_flags(self, flags: Sequence[int]) -> None:
         """The history recorded these SDK flags (in a ``WorkflowTaskCompleted``)."""
-        self._sdk_flags_recorded.update(int(f) for f in flags)
+        self.versioning.note_recorded_flags(flags)
 
     def take_sdk_flags(self) -> list[int]:
-        """The SDK flags to record in this activation's completion: after the first
-        activation that did not replay, every flag of :data:`SDK_FLAGS` the history has
-        not recorded yet; otherwise none."""
-        flags, self._sdk_flags = self._sdk_flags, []
-        self._sdk_flags_recorded.update(flags)
-        return flags
+        """The SDK flags to record in this activation's workflow task completion."""
+        return self.versioning.take_sdk_flags()
 
     def continue_as_new_error(self, args: Sequence[Any], options: dict[str, Any]) -> BaseException:
         """Build the exception that unwinds the workflow into a continue-as-new."""
@@ -748,41 +749,3 @@ def _is_uuid(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _info_from_start(inst: WorkflowInstance, attrs: JsonDict, start_time: float) -> workflow.Info:
-    from ..common import duration_from_json
-
-    def dur(key: str) -> timedelta | None:
-        value = attrs.get(key)
-        if not value:
-            return None
-        parsed = duration_from_json(value)
-        return parsed if parsed.total_seconds() > 0 else None
-
-    return workflow.Info(
-        namespace=inst.namespace,
-        workflow_id=inst.workflow_id,
-        run_id=inst.run_id,
-        workflow_type=inst.defn.name,
-        task_queue=inst.task_queue,
-        attempt=int(attrs.get("attempt", 1)),
-        start_time=datetime.fromtimestamp(start_time, UTC),
-        first_execution_run_id=attrs.get("firstExecutionRunId", inst.run_id),
-        continued_run_id=attrs.get("continuedExecutionRunId"),
-        run_timeout=dur("workflowRunTimeout"),
-        execution_timeout=dur("workflowExecutionTimeout"),
-        task_timeout=dur("workflowTaskTimeout") or timedelta(seconds=10),
-        history_length=0,
-        history_size=0,
-        continue_as_new_suggested=False,
-    )
-
-
-def _json_payload(value: Any, *, search_type: str | None = None) -> JsonDict:
-    """A ``json/plain`` payload as Temporal's SDKs write their own (compact JSON)."""
-    metadata = {"encoding": base64.b64encode(b"json/plain").decode()}
-    if search_type is not None:
-        metadata["type"] = base64.b64encode(search_type.encode()).decode()
-    data = json.dumps(value, separators=(",", ":")).encode()
-    return {"metadata": metadata, "data": base64.b64encode(data).decode()}

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._ids import random_uuid
+from .._json import loads as json_loads
 from .._model import commands as cmd
 from ..common import WorkflowExecutionStatus, WorkflowIDReusePolicy, duration_to_json
 from ..exceptions import WorkflowAlreadyStartedError
@@ -57,6 +58,7 @@ class ChildOps:
             # parent, recorded after its command events (as Temporal does).
             if not rs.is_open and c.parent_close_policy != 2:
                 return  # the parent closed in the same task: the child would end at once
+            root = _root_of(rs)
             req = StartWorkflowRequest(
                 namespace=rs.namespace,
                 workflow_id=c.workflow_id,
@@ -71,6 +73,8 @@ class ChildOps:
                 request_id=random_uuid(),
                 parent_workflow_id=rs.workflow_id,
                 parent_run_id=rs.run_id,
+                root_workflow_id=root.get("workflowId"),
+                root_run_id=root.get("runId"),
                 parent_initiated_event_id=initiated,
                 parent_close_policy=c.parent_close_policy,
             )
@@ -180,3 +184,13 @@ class ChildOps:
             rs.wft_wanted = True
 
         rs.after_commands.append(request)
+
+
+def _root_of(parent: RunState) -> JsonDict:
+    """The root a child of ``parent`` has: the parent's own root, or the parent itself."""
+    started = parent.tx.first_event(parent.run_id)
+    if started is not None:
+        recorded = json_loads(started.attributes).get("rootWorkflowExecution")
+        if recorded:
+            return dict(recorded)
+    return {"workflowId": parent.workflow_id, "runId": parent.run_id}

@@ -181,6 +181,11 @@ class Service(WorkflowTaskOps, ActivityOps):
             attrs["memo"] = req.memo
         attrs["firstWorkflowTaskBackoff"] = duration_to_json(req.start_delay)
         attrs["workflowId"] = req.workflow_id
+        if req.root_run_id:
+            attrs["rootWorkflowExecution"] = {
+                "workflowId": req.root_workflow_id,
+                "runId": req.root_run_id,
+            }
         rs.add_event("WorkflowExecutionStarted", attrs)
         if eager is not None and (req.start_delay > 0 or eager.task_queue != req.task_queue):
             eager = None

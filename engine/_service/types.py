@@ -41,6 +41,9 @@ class StartWorkflowRequest:
     # Set for child workflows: the parent run and where it recorded the child.
     parent_workflow_id: str | None = None
     parent_run_id: str | None = None
+    #: The run at the top of the parent chain (``workflow.info().root``), for a child.
+    root_workflow_id: str | None = None
+    root_run_id: str | None = None
     parent_initiated_event_id: int | None = None
     parent_close_policy: int | None = None
 

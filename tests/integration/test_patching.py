@@ -133,3 +133,31 @@ async def test_a_history_written_before_the_upsert_still_replays(
     assert "UpsertWorkflowSearchAttributes" not in {e.event_type for e in old.events}
     replayer = Replayer(workflows=code.ALL_WORKFLOWS, data_converter=CODEC)
     assert (await replayer.replay_workflow(old)).replay_failure is None
+
+
+async def test_past_temporals_size_limit_patches_are_no_longer_upserted(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
+    from engine import workflow
+
+    @workflow.defn(name="ManyPatches")
+    class ManyPatches:
+        @workflow.run
+        async def run(self, n: int) -> int:
+            return sum(
+                workflow.patched(f"patch-number-{i:04d}-with-a-longish-id") for i in range(n)
+            )
+
+    async with Worker(env.client, task_queue=task_queue, workflows=[ManyPatches]):
+        handle = await env.client.start_workflow(
+            ManyPatches.run, 120, id="many-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert await handle.result() == 120
+        history = await handle.fetch_history()
+    types = [e.event_type for e in history.events]
+    # As Temporal's dev server recorded the same program (temporalio 1.35): 120 markers,
+    # and upserts only while the list stays within 2048 bytes of JSON (53 of these ids).
+    assert types.count("MarkerRecorded") == 120
+    assert types.count("UpsertWorkflowSearchAttributes") == 53
+    replayer = Replayer(workflows=[ManyPatches])
+    assert (await replayer.replay_workflow(history)).replay_failure is None

@@ -1,0 +1,175 @@
+"""The workflow decorators (``@workflow.defn``, ``run``, ``init``, ``signal``, ``query``,
+``update``) and the names they give, re-exported by :mod:`engine.workflow`: they build the
+definitions of this package from user classes and touch no running workflow."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+from ..exceptions import InvalidArgumentError
+from .definitions import (
+    ActivityDefinition,
+    HandlerDefinition,
+    WorkflowDefinition,
+    set_workflow_definition,
+    type_hints,
+)
+
+C = TypeVar("C", bound=type)
+F = TypeVar("F", bound=Callable[..., Any])
+
+_RUN = "__durable_run__"
+_INIT = "__durable_init__"
+_HANDLER = "__durable_handler__"
+
+
+@overload
+def defn(cls: C) -> C: ...
+
+
+@overload
+def defn(
+    *, name: str | None = None, sandboxed: bool = True, dynamic: bool = False
+) -> Callable[[C], C]: ...
+
+
+def defn(
+    cls: C | None = None,
+    *,
+    name: str | None = None,
+    sandboxed: bool = True,
+    dynamic: bool = False,
+) -> C | Callable[[C], C]:
+    """Mark a class as a workflow definition. ``name`` defaults to the class name.
+
+    ``sandboxed`` is accepted for compatibility and ignored: there is no import sandbox;
+    determinism is enforced by the event loop and by replay.
+    """
+
+    def decorate(c: C) -> C:
+        _build_definition(c, name or c.__name__)
+        return c
+
+    return decorate(cls) if cls is not None else decorate
+
+
+def _build_definition(cls: type, name: str) -> None:
+    run_fn: Callable[..., Any] | None = None
+    handlers: dict[str, dict[str | None, HandlerDefinition]] = {
+        "signal": {},
+        "query": {},
+        "update": {},
+    }
+    for klass in reversed(cls.__mro__):
+        for attr, member in vars(klass).items():
+            if getattr(member, _RUN, False):
+                run_fn = getattr(cls, attr)
+            handler = getattr(member, _HANDLER, None)
+            if isinstance(handler, HandlerDefinition):
+                handlers[handler.kind][handler.name] = handler
+    if run_fn is None:
+        raise InvalidArgumentError(
+            f"workflow class {cls.__qualname__} has no @workflow.run method: mark the async "
+            "method that runs the workflow with @workflow.run"
+        )
+    if not inspect.iscoroutinefunction(run_fn):
+        raise InvalidArgumentError(
+            f"{cls.__qualname__}.{run_fn.__name__} must be 'async def' to be a @workflow.run"
+        )
+    init = cls.__dict__.get("__init__")
+    arg_types, return_type = type_hints(run_fn, skip_self=True)
+    set_workflow_definition(
+        cls,
+        WorkflowDefinition(
+            name=name,
+            cls=cls,
+            run_fn=run_fn,
+            signals=handlers["signal"],
+            queries=handlers["query"],
+            updates=handlers["update"],
+            init_takes_args=bool(init is not None and getattr(init, _INIT, False)),
+            arg_types=arg_types,
+            return_type=return_type,
+        ),
+    )
+
+
+def run(fn: F) -> F:
+    """Mark the workflow's entry method (``async def``)."""
+    setattr(fn, _RUN, True)
+    return fn
+
+
+def init(fn: F) -> F:
+    """Mark ``__init__`` as taking the workflow's arguments too."""
+    setattr(fn, _INIT, True)
+    return fn
+
+
+def _handler_decorator(kind: str) -> Callable[..., Any]:
+    def decorator(
+        fn: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        dynamic: bool = False,
+        **_ignored: Any,
+    ) -> Any:
+        def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+            handler_name = None if dynamic else (name or f.__name__)
+            arg_types, _ = type_hints(f, skip_self=True)
+            handler = HandlerDefinition(
+                name=handler_name,
+                fn=f,
+                is_async=inspect.iscoroutinefunction(f),
+                kind=kind,
+                arg_types=arg_types,
+            )
+            setattr(f, _HANDLER, handler)
+            if kind == "update":
+
+                def validator(v: Callable[..., Any]) -> Callable[..., Any]:
+                    handler.validator = v
+                    return v
+
+                f.validator = validator  # type: ignore[attr-defined]
+            return f
+
+        return decorate(fn) if fn is not None else decorate
+
+    return decorator
+
+
+#: Mark a method as a signal handler (``@workflow.signal`` or ``@workflow.signal(name=...)``).
+signal = _handler_decorator("signal")
+#: Mark a method as a query handler: read-only, must not block.
+query = _handler_decorator("query")
+#: Mark a method as an update handler; add a validator with ``@method.validator``.
+update = _handler_decorator("update")
+
+
+def definition_name(fn_or_cls: Any) -> str:
+    """The workflow type name of a workflow class or its run method, or a string as is."""
+    if isinstance(fn_or_cls, str):
+        return fn_or_cls
+    return WorkflowDefinition.of(fn_or_cls).name
+
+
+def activity_name(fn: Any) -> str:
+    """The activity type name of an activity function, or a string as is."""
+    if isinstance(fn, str):
+        return fn
+    return ActivityDefinition.of(fn).name
+
+
+def handler_name(fn: Any, kind: str) -> str:
+    """The signal/query/update name of a handler method, or a string as is."""
+    if isinstance(fn, str):
+        return fn
+    handler = getattr(fn, _HANDLER, None)
+    if isinstance(handler, HandlerDefinition) and handler.kind == kind and handler.name:
+        return handler.name
+    raise InvalidArgumentError(
+        f"{getattr(fn, '__qualname__', fn)!r} is not a @workflow.{kind} handler"
+    )
