@@ -30,7 +30,9 @@ from .history import WorkflowHistory
 __all__ = [
     "ReplaySession",
     "Replayer",
+    "SandboxedWorkflowRunner",
     "Snapshot",
+    "UnsandboxedWorkflowRunner",
     "Worker",
     "WorkflowReplayResult",
     "WorkflowReplayResults",
@@ -73,6 +75,21 @@ def _freeze_startup_objects(asked: bool | None) -> None:
     gc.freeze()
 
 
+class UnsandboxedWorkflowRunner:
+    """``temporalio.worker.UnsandboxedWorkflowRunner``, accepted as ``Worker(workflow_runner=
+    ...)``: workflows run without an import sandbox, which is what this engine always does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Takes (and ignores) ``temporalio``'s arguments."""
+
+
+class SandboxedWorkflowRunner(UnsandboxedWorkflowRunner):
+    """``temporalio``'s sandboxed runner, accepted so Temporal code runs unchanged: this
+    engine has no import sandbox (determinism comes from its event loop, which refuses
+    real time, threads and I/O in workflow code, and from replay), so it runs workflows
+    as :class:`UnsandboxedWorkflowRunner` does."""
+
+
 class Worker:
     """Runs workflows and activities for one task queue, polling the shared store.
 
@@ -89,6 +106,13 @@ class Worker:
     collector's walks over every loaded module; it changes the whole process's collector,
     so it is off unless asked for (``None`` follows ``DURABLE_GC_FREEZE=1``, outside a
     Jupyter kernel). Worth it in a process that exists to run workers.
+
+    ``temporalio``'s options are taken with its names and defaults where they mean something
+    here (``max_concurrent_*``, ``identity``, ``graceful_shutdown_timeout``, ``debug_mode``,
+    ``activity_executor``, ``disable_eager_activity_execution``); ``workflow_runner`` and
+    ``unsandboxed_workflow_runner`` accept :class:`UnsandboxedWorkflowRunner` or
+    :class:`SandboxedWorkflowRunner` (there is no sandbox), ``interceptors`` only empty. An
+    option this engine does not know is a ``TypeError`` naming it.
     """
 
     def __init__(
@@ -109,9 +133,29 @@ class Worker:
         poll_interval: timedelta = timedelta(milliseconds=200),
         run_service: bool = True,
         freeze_gc: bool | None = None,
+        workflow_runner: UnsandboxedWorkflowRunner | None = None,
+        unsandboxed_workflow_runner: UnsandboxedWorkflowRunner | None = None,
+        interceptors: Sequence[Any] = (),
+        max_concurrent_local_activities: int = 100,
+        disable_eager_activity_execution: bool = False,
     ) -> None:
         if not isinstance(task_queue, str) or not task_queue:
             raise InvalidArgumentError("task_queue must be a non-empty string")
+        for option, runner in (
+            ("workflow_runner", workflow_runner),
+            ("unsandboxed_workflow_runner", unsandboxed_workflow_runner),
+        ):
+            if runner is not None and not isinstance(runner, UnsandboxedWorkflowRunner):
+                raise InvalidArgumentError(
+                    f"{option} must be engine.worker.UnsandboxedWorkflowRunner() or "
+                    f"SandboxedWorkflowRunner(), not {type(runner).__name__}: this engine "
+                    "runs workflow code on its own deterministic event loop"
+                )
+        if interceptors:
+            raise InvalidArgumentError(
+                "interceptors are not supported by this engine (Temporal's interceptor "
+                "chain has no counterpart here); pass interceptors=() or leave it out"
+            )
         if not workflows and not activities:
             raise InvalidArgumentError(
                 "a Worker needs at least one workflow or activity: pass workflows=[...] "
@@ -121,6 +165,7 @@ class Worker:
             ("max_concurrent_workflow_tasks", max_concurrent_workflow_tasks),
             ("max_concurrent_activities", max_concurrent_activities),
             ("max_cached_workflows", max_cached_workflows),
+            ("max_concurrent_local_activities", max_concurrent_local_activities),
         ):
             if value < 1:
                 raise InvalidArgumentError(f"{name} must be at least 1 (got {value})")
@@ -164,6 +209,7 @@ class Worker:
                 deadlock_timeout=3600.0 if debug_mode else deadlock_timeout.total_seconds(),
                 poll_interval=poll,
                 metrics=self.metrics,
+                eager_activities=not disable_eager_activity_execution,
             )
         self._activity_args = {
             "max_concurrent": max_concurrent_activities,

@@ -79,6 +79,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         deadlock_timeout: float,
         poll_interval: float,
         metrics: WorkerMetrics,
+        eager_activities: bool = True,
     ) -> None:
         super().__init__(
             service,
@@ -95,6 +96,8 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         self.deadlock_timeout = deadlock_timeout
         self.metrics = metrics
         metrics.workflow_slots_total = max_concurrent
+        #: Off with Worker(disable_eager_activity_execution=True).
+        self.eager_activities = eager_activities
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="durable-query")
         self._activations = ActivationThread(
             deadlock_timeout, name=f"durable-workflow-{task_queue}"
@@ -275,10 +278,14 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             self._evict(task.run_id, forced=False)
             await self._fail(task, CAUSE_UNHANDLED, err, reason="WorkflowError")
             return
-        wanted = sum(
-            1
-            for c in commands
-            if isinstance(c, cmd.ScheduleActivityTask) and c.task_queue == self.task_queue
+        wanted = (
+            sum(
+                1
+                for c in commands
+                if isinstance(c, cmd.ScheduleActivityTask) and c.task_queue == self.task_queue
+            )
+            if self.eager_activities
+            else 0
         )
         eager = self.service.handoffs.offer_activities(self.namespace, self.task_queue, wanted)
         cached = self._cache.get(task.run_id)

@@ -160,3 +160,28 @@ async def test_a_runner_refuses_reservations_from_another_event_loop(
     # A stopped worker is no longer registered.
     assert not handoffs.serves(client.namespace, task_queue)
     assert handoffs.offer_start(client.namespace, task_queue) is None
+
+
+async def test_disable_eager_activity_execution_sends_activities_through_the_queue(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[str] = []
+    start = ActivityRunner.start_reserved_activity
+
+    def spy(self: ActivityRunner, task: Any) -> None:
+        started.append(task.activity_type)
+        start(self, task)
+
+    monkeypatch.setattr(ActivityRunner, "start_reserved_activity", spy)
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[Chain],
+        activities=[double],
+        disable_eager_activity_execution=True,
+    ):
+        handle = await client.start_workflow(
+            Chain.run, task_queue, id="no-eager-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert await asyncio.wait_for(handle.result(), 60) == 8
+    assert started == []

@@ -50,7 +50,7 @@ class Curious:
     async def run(self, child_id: str) -> dict[str, Any]:
         info = workflow.info()
         workflow.set_current_details("asking questions")
-        moment, nanos = workflow.now(), workflow.time_ns()
+        moment, nanos, made = workflow.now(), workflow.time_ns(), workflow.uuid7()
         child = await workflow.execute_child_workflow(Child.run, child_id + "-grand", id=child_id)
         return {
             "fields": [f.name for f in dataclasses.fields(info)],
@@ -63,6 +63,8 @@ class Curious:
             "started_in_order": info.workflow_start_time <= info.start_time,
             "time_ns": abs(nanos / 1e9 - moment.timestamp()) < 1e-6,
             "seed": workflow.random_seed(),
+            "uuid7": str(made),
+            "uuid7_ms": int(moment.timestamp() * 1000),
             "named": workflow.new_random("dice").random(),
             "unnamed_is_random": workflow.new_random().random() == _fresh_random_first(),
             "instance": workflow.instance() is self,
@@ -119,6 +121,9 @@ async def test_info_and_utilities(client: Client, task_queue: str) -> None:
     for name in ("retry_policy", "priority", "original", "started_in_order", "time_ns"):
         assert got[name] is True, name
     assert got["seed"] == uuid.UUID(handle.result_run_id).int
+    made = uuid.UUID(got["uuid7"])
+    assert made.version == 7 and made.variant == uuid.RFC_4122
+    assert abs((made.int >> 80) - got["uuid7_ms"]) <= 1
     assert got["unnamed_is_random"] is True and got["instance"] is True
     assert got["converter"] == "PayloadConverter"
     assert got["memo"] == "hello"
