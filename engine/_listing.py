@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from .exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:
     from .client import Client
+    from .history import WorkflowHistory
 
 __all__ = ["WorkflowExecution", "WorkflowExecutionAsyncIterator", "WorkflowExecutionDescription"]
 
@@ -75,6 +77,14 @@ class WorkflowExecutionAsyncIterator:
             self.next_page_token = _encode_page_token(self._position)
         else:
             self.next_page_token = None
+
+    async def map_histories(self) -> AsyncIterator[WorkflowHistory]:
+        """The history of each listed run, fetched as iteration reaches it (as
+        ``temporalio``'s): ``Replayer(...).replay_workflows(client.list_workflows(q)
+        .map_histories())`` checks every listed run against new code."""
+        async for execution in self:
+            handle = self._client.get_workflow_handle(execution.id, run_id=execution.run_id)
+            yield await handle.fetch_history()
 
     def __aiter__(self) -> WorkflowExecutionAsyncIterator:
         return self

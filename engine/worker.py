@@ -8,7 +8,14 @@ import gc
 import logging
 import os
 import sys
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Sequence,
+)
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -412,15 +419,7 @@ class Replayer:
         """Replay many histories; failures are collected per run id (or raised at once)."""
         results = WorkflowReplayResults()
 
-        async def each() -> AsyncIterator[WorkflowHistory]:
-            if isinstance(histories, AsyncIterable):
-                async for h in histories:
-                    yield h
-            else:
-                for h in histories:
-                    yield h
-
-        async for history in each():
+        async for history in _each(histories):
             result = await self.replay_workflow(
                 history, raise_on_replay_failure=raise_on_replay_failure
             )
@@ -430,6 +429,37 @@ class Replayer:
                     result.replay_failure
                 )
         return results
+
+    @contextlib.asynccontextmanager
+    async def workflow_replay_iterator(
+        self, histories: Iterable[WorkflowHistory] | AsyncIterable[WorkflowHistory]
+    ) -> AsyncIterator[AsyncIterator[WorkflowReplayResult]]:
+        """As ``temporalio``'s: ``async with replayer.workflow_replay_iterator(histories) as
+        results: async for result in results: ...``, one :class:`WorkflowReplayResult` per
+        history as it is replayed (a failure is in the result, never raised), so a large
+        listing (``client.list_workflows(q).map_histories()``) is checked without holding
+        every history."""
+
+        async def replayed() -> AsyncGenerator[WorkflowReplayResult, None]:
+            async for history in _each(histories):
+                yield await self.replay_workflow(history, raise_on_replay_failure=False)
+
+        iterator = replayed()
+        try:
+            yield iterator
+        finally:
+            await iterator.aclose()
+
+
+async def _each(
+    histories: Iterable[WorkflowHistory] | AsyncIterable[WorkflowHistory],
+) -> AsyncIterator[WorkflowHistory]:
+    if isinstance(histories, AsyncIterable):
+        async for history in histories:
+            yield history
+    else:
+        for history in histories:
+            yield history
 
 
 def _public_failure(failure: Exception | None) -> Exception | None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import linecache
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -120,7 +122,16 @@ class MessageHandlers:
     # -- queries ------------------------------------------------------------------------
 
     def query(self, name: str, payloads: list[JsonDict] | None) -> list[JsonDict]:
-        """Run a query handler against the current state; return the encoded result."""
+        """Run a query handler against the current state; return the encoded result.
+
+        Two queries every run answers, as on Temporal: ``__stack_trace`` (where each of the
+        run's coroutines waits, file and line: "where is my workflow stuck?") and
+        ``__temporal_workflow_metadata`` (its query, signal and update handlers and its
+        current details)."""
+        if name == STACK_TRACE_QUERY:
+            return self.converter.to_payloads_json([self.stack_trace()])
+        if name == METADATA_QUERY:
+            return self.converter.to_payloads_json([self.workflow_metadata()])
         handler = self.defn.queries.get(name) or self.defn.queries.get(None)
         if handler is None:
             known = ", ".join(sorted(n for n in self.defn.queries if n)) or "none"
@@ -144,6 +155,32 @@ class MessageHandlers:
         finally:
             asyncio.events._set_running_loop(previous)
         return self.converter.to_payloads_json([value])
+
+    def stack_trace(self) -> str:
+        """Every unfinished coroutine of the run, with the user-code lines it waits on."""
+        tasks = [t for t in asyncio.all_tasks(self) if not t.done()]  # type: ignore[arg-type]
+        main = getattr(self, "_main", None)
+        tasks.sort(key=lambda t: (t is not main, t.get_name()))
+        return "\n\n".join(_task_stack(t, t is main) for t in tasks)
+
+    def workflow_metadata(self) -> JsonDict:
+        """``__temporal_workflow_metadata``: Temporal's ``WorkflowMetadata`` as JSON."""
+
+        def named(handlers: dict[str | None, Any], builtin: tuple[str, ...] = ()) -> list[JsonDict]:
+            names = sorted(n for n in handlers if n) + list(builtin)
+            return [{"name": n} for n in names]
+
+        definition: JsonDict = {
+            "type": self.defn.name,
+            "queryDefinitions": named(self.defn.queries, (STACK_TRACE_QUERY, METADATA_QUERY)),
+            "signalDefinitions": named(self.defn.signals),
+            "updateDefinitions": named(self.defn.updates),
+        }
+        metadata: JsonDict = {"definition": definition}
+        details = self.current_details()  # type: ignore[attr-defined]
+        if details:
+            metadata["currentDetails"] = details
+        return metadata
 
     # -- signals ------------------------------------------------------------------------
 
@@ -185,3 +222,34 @@ class MessageHandlers:
                 self._handler_failure = exc  # a failure in a handler fails the run
             else:
                 self._callback_error = exc
+
+
+STACK_TRACE_QUERY = "__stack_trace"
+METADATA_QUERY = "__temporal_workflow_metadata"
+
+
+def _task_stack(task: asyncio.Task[Any], is_main: bool) -> str:
+    """A task's user-code frames, outermost first, each with its source line."""
+    title = "the workflow's run method" if is_main else f"task {task.get_name()}"
+    lines = [f"{title} waits at (most recent call last):"]
+    coro: Any = task.get_coro()
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:
+            break
+        code = frame.f_code
+        if not code.co_filename.startswith(_INTERNAL_DIRS):
+            source = linecache.getline(code.co_filename, frame.f_lineno).strip()
+            lines.append(f'  File "{code.co_filename}", line {frame.f_lineno}, in {code.co_name}')
+            if source:
+                lines.append(f"    {source}")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return "\n".join(lines)
+
+
+#: Frames of the engine and of asyncio are left out of stack traces: they are the same in
+#: every run and say nothing about the workflow's code.
+_INTERNAL_DIRS = (
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+    os.path.dirname(os.path.abspath(asyncio.__file__)) + os.sep,
+)

@@ -94,7 +94,7 @@ class _Running:
             yield
         finally:
             self._shields -= 1
-            if not self._shields and self.cancel_requested:
+            if not self._shields and self.cancel_requested and self.raises_on_cancel:
                 raise CancelledError("Activity cancelled")
 
     def _schedule(self) -> None:

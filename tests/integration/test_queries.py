@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
 
@@ -151,3 +152,58 @@ async def test_reject_condition_refuses_closed_runs_as_temporal_does(
         with pytest.raises(WorkflowQueryRejectedError) as rejected:
             await failed.query(Counter.current, reject_condition=clean)
         assert rejected.value.status == WorkflowExecutionStatus.TERMINATED
+
+
+@workflow.defn
+class Stuck:
+    def __init__(self) -> None:
+        self.approved = False
+
+    @workflow.run
+    async def run(self) -> str:
+        workflow.set_current_details("waiting for a manager")
+        helper = asyncio.create_task(self._remind(), name="reminder")
+        await self._wait_for_approval()
+        helper.cancel()
+        return "approved"
+
+    async def _wait_for_approval(self) -> None:
+        await workflow.wait_condition(lambda: self.approved)  # STUCK-HERE
+
+    async def _remind(self) -> None:
+        await workflow.sleep(3600)  # REMINDER-HERE
+
+    @workflow.signal
+    def approve(self) -> None:
+        self.approved = True
+
+    @workflow.query
+    def status(self) -> bool:
+        return self.approved
+
+
+async def test_built_in_queries_say_where_the_run_waits(client: Client, task_queue: str) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[Stuck]):
+        handle = await client.start_workflow(
+            Stuck.run, id="stuck-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await _wait_for_event(handle, "TimerStarted")
+        trace = await handle.query("__stack_trace")
+        metadata = await handle.query("__temporal_workflow_metadata")
+        await handle.signal(Stuck.approve)
+        assert await handle.result() == "approved"
+    here = __file__
+    main, reminder = trace.split("\n\n")
+    assert main.startswith("the workflow's run method waits at")
+    assert f'File "{here}"' in main and "in _wait_for_approval" in main
+    assert "# STUCK-HERE" in main and "in run" in main
+    assert reminder.startswith("task reminder waits at") and "# REMINDER-HERE" in reminder
+    assert "engine/" not in trace.replace(here, "")  # the engine's own frames are left out
+    assert metadata["definition"]["type"] == "Stuck"
+    assert [q["name"] for q in metadata["definition"]["queryDefinitions"]] == [
+        "status",
+        "__stack_trace",
+        "__temporal_workflow_metadata",
+    ]
+    assert [s["name"] for s in metadata["definition"]["signalDefinitions"]] == ["approve"]
+    assert metadata["currentDetails"] == "waiting for a manager"
