@@ -162,7 +162,7 @@ class Handoffs:
 
     def offer_start(self, namespace: str, task_queue: str) -> Reservation | None:
         """A slot for a new run's first workflow task on the queue, or None."""
-        for taker in self._workflow.get((namespace, task_queue), ()):
+        for taker in list(self._workflow.get((namespace, task_queue), ())):
             reservation = taker.reserve_workflow_task(None)
             if reservation is not None:
                 return reservation
@@ -171,10 +171,11 @@ class Handoffs:
     def offer_next(self, namespace: str, run_id: str) -> Reservation | None:
         """A slot for the next workflow task of ``run_id`` with a runner that holds the run
         in its cache (on any queue of the namespace), or None."""
-        for (ns, _queue), takers in self._workflow.items():
+        # Snapshots: a worker on another thread's loop may register meanwhile.
+        for (ns, _queue), takers in list(self._workflow.items()):
             if ns != namespace:
                 continue
-            for taker in takers:
+            for taker in list(takers):
                 reservation = taker.reserve_workflow_task(run_id)
                 if reservation is not None:
                     return reservation
@@ -184,7 +185,7 @@ class Handoffs:
         """Up to ``wanted`` activity slots with one runner polling the queue (possibly
         none: the completion then schedules its activities through the queue)."""
         if wanted > 0:
-            for taker in self._activity.get((namespace, task_queue), ()):
+            for taker in list(self._activity.get((namespace, task_queue), ())):
                 n = taker.reserve_activity_slots(wanted)
                 if n > 0:
                     return ActivitySlots(taker, n)

@@ -40,6 +40,20 @@ class Chain:
         return x
 
 
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The activity types started eagerly (handed to an activity runner, not polled)."""
+    types: list[str] = []
+    start = ActivityRunner.start_reserved_activity
+
+    def spy(self: ActivityRunner, task: Any) -> None:
+        types.append(task.activity_type)
+        start(self, task)
+
+    monkeypatch.setattr(ActivityRunner, "start_reserved_activity", spy)
+    return types
+
+
 async def _idle(runner: WorkflowRunner | ActivityRunner) -> None:
     """Wait until the runner polls and every slot is free again."""
     for _ in range(2000):
@@ -97,16 +111,8 @@ async def test_an_activity_outcome_hands_the_next_task_to_the_worker_caching_the
 
 
 async def test_a_completion_starts_its_activities_for_a_worker_of_the_same_queue(
-    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+    client: Client, task_queue: str, started: list[str]
 ) -> None:
-    started: list[str] = []
-    start = ActivityRunner.start_reserved_activity
-
-    def spy(self: ActivityRunner, task: Any) -> None:
-        started.append(task.activity_type)
-        start(self, task)
-
-    monkeypatch.setattr(ActivityRunner, "start_reserved_activity", spy)
     # Workflow runner and activity runner in two workers, one queue. The activity worker
     # polls once, then only when its queue is notified: no poll of its can hold its slots
     # when a completion asks for them, so every attempt is started eagerly.
@@ -163,16 +169,8 @@ async def test_a_runner_refuses_reservations_from_another_event_loop(
 
 
 async def test_disable_eager_activity_execution_sends_activities_through_the_queue(
-    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+    client: Client, task_queue: str, started: list[str]
 ) -> None:
-    started: list[str] = []
-    start = ActivityRunner.start_reserved_activity
-
-    def spy(self: ActivityRunner, task: Any) -> None:
-        started.append(task.activity_type)
-        start(self, task)
-
-    monkeypatch.setattr(ActivityRunner, "start_reserved_activity", spy)
     async with Worker(
         client,
         task_queue=task_queue,

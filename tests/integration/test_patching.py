@@ -8,30 +8,14 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-import zlib
-from collections.abc import Sequence
 from typing import Any
 
 from engine import Client, Worker, WorkflowHistory
-from engine.converter import DataConverter, Payload, PayloadCodec
+from engine.converter import DataConverter, Payload
 from engine.testing import WorkflowEnvironment
 from engine.worker import Replayer
 from tests.interop import engine_code as code
-
-
-class ZlibCodec(PayloadCodec):
-    def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return [
-            Payload(
-                metadata={"encoding": b"binary/zlib"},
-                data=zlib.compress(json.dumps(p.to_json()).encode()),
-            )
-            for p in payloads
-        ]
-
-    def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return [Payload.from_json(json.loads(zlib.decompress(p.data))) for p in payloads]
-
+from tests.unit.test_converter import ZlibCodec
 
 CODEC = DataConverter(payload_codec=ZlibCodec())
 
