@@ -350,7 +350,10 @@ def test_notebook_widgets_and_web_ui_in_jupyterlab(lab: Lab) -> None:
             expect(failed).to_have_count(2)
             expect(running).to_have_count(0)
             expect(output(CELL_FLAKY_RESULT)).to_contain_text("flaky: flaky done on attempt 3")
-            live.scroll_into_view_if_needed()
+            # The run has closed: its view stops and publishes its final static copy, and
+            # JupyterLab may re-render the output meanwhile, replacing the element. Scroll
+            # in one step in the page (no waiting for a stable element that may be gone).
+            live.first.evaluate("element => element.scrollIntoView({block: 'center'})")
             shot(page, "timeline-attempt-3")
             expect(kernel_idle).to_be_visible()
 
