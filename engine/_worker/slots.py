@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
@@ -79,7 +80,7 @@ class Slots:
         return self.handoffs_pending == 0
 
 
-class Poller(Generic[T]):
+class Poller(ABC, Generic[T]):
     """What the workflow and the activity runner share: the service, the queue, the slots,
     the poll loop and how polling stops. A subclass says how to poll and what to do with
     what it claimed, and which half of the hand-off protocol it offers."""
@@ -109,17 +110,17 @@ class Poller(Generic[T]):
         #: The loop the runner polls on; it takes hand-offs only from code on that loop.
         self._loop: asyncio.AbstractEventLoop | None = None
 
+    @abstractmethod
     async def _poll(self, limit: int) -> Sequence[T]:
         """Claim up to ``limit`` tasks."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _dispatch(self, claimed: Sequence[T]) -> int:
         """Start what a poll claimed; return how many of the reserved slots it took."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _register(self, handoffs: Handoffs) -> None:
         """Offer this runner's half of the hand-off protocol."""
-        raise NotImplementedError
 
     def _on_loop(self) -> bool:
         """Whether the caller runs on this runner's loop and it still takes work."""

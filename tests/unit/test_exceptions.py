@@ -409,7 +409,6 @@ def test_query_reject_condition_values() -> None:
 
 
 def test_enums_and_signatures_match_temporalio() -> None:
-    pytest.importorskip("temporalio.exceptions")
     import temporalio.client
     import temporalio.common
     import temporalio.exceptions
@@ -453,7 +452,6 @@ def test_failure_error_exc_args_and_failure_json() -> None:
 
 
 def test_failure_error_takes_a_protobuf_failure_as_temporalio_does() -> None:
-    pytest.importorskip("temporalio.api.failure.v1")
     from temporalio.api.enums.v1 import ApplicationErrorCategory as ProtoCategory
     from temporalio.api.failure.v1 import ApplicationFailureInfo
     from temporalio.api.failure.v1 import Failure as ProtoFailure
