@@ -30,6 +30,7 @@ from typing import Any, NoReturn, TypeVar, overload
 from ._model.definitions import (
     ActivityDefinition,
     callable_hints,
+    check_dynamic_run,
     is_async_callable,
     set_activity_definition,
     type_hints,
@@ -127,38 +128,62 @@ class _CompleteAsyncError(BaseException):
 
 class _Signal:
     """Something that happens once (a cancellation, the worker's shutdown): waited for on
-    the activity's event loop or, blocking, from any thread."""
+    the activity's event loop or, blocking, from any thread.
+
+    Most attempts never wait on theirs, so the events behind a signal are made by the
+    first waiter (under one lock shared by all signals, taken only then and when a
+    signal is set): an attempt costs a flag, not two events and a condition."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        self._set = threading.Event()
         self._loop = loop
-        self._async = asyncio.Event() if loop is not None else None
+        self._happened = False
+        self._sync: threading.Event | None = None
+        self._async: asyncio.Event | None = None
 
     def set(self) -> None:
         """Mark it happened (from any thread)."""
-        if self._set.is_set():
-            return
-        self._set.set()
-        if self._async is not None and self._loop is not None:
+        with _SIGNAL_LOCK:
+            if self._happened:
+                return
+            self._happened = True
+            sync, aio = self._sync, self._async
+        if sync is not None:
+            sync.set()
+        if aio is not None and self._loop is not None:
             if _running_loop() is self._loop:
-                self._async.set()
+                aio.set()
             elif not self._loop.is_closed():
-                self._loop.call_soon_threadsafe(self._async.set)
+                self._loop.call_soon_threadsafe(aio.set)
 
     def is_set(self) -> bool:
-        return self._set.is_set()
+        return self._happened
 
     async def wait(self, what: str) -> None:
-        if self._async is None or _running_loop() is not self._loop:
+        if self._loop is None or _running_loop() is not self._loop:
             raise RuntimeError(
                 f"{what}() waits on the activity's event loop, in an async def activity; "
                 f"in a plain-function activity use {what}_sync()"
             )
-        await self._async.wait()
+        with _SIGNAL_LOCK:
+            if self._happened:
+                return
+            if self._async is None:
+                self._async = asyncio.Event()
+            aio = self._async
+        await aio.wait()
 
     def wait_sync(self, timeout: timedelta | float | None) -> None:
         seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
-        self._set.wait(seconds)
+        with _SIGNAL_LOCK:
+            if self._happened:
+                return
+            if self._sync is None:
+                self._sync = threading.Event()
+            sync = self._sync
+        sync.wait(seconds)
+
+
+_SIGNAL_LOCK = threading.Lock()
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -183,7 +208,8 @@ class _Context:
         payload_converter: Any = None,
         shield: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
-        #: The attempt's info, or (``ActivityEnvironment``) a function giving the current one.
+        #: The attempt's info, or a function giving it (the worker's makes it on first call,
+        #: ``ActivityEnvironment``'s gives the current one).
         self._info = info
         self.heartbeat = heartbeat
         self.cancelled = cancelled
@@ -361,18 +387,25 @@ def defn(fn: F) -> F: ...
 
 @overload
 def defn(
-    *, name: str | None = None, no_thread_cancel_exception: bool = False
+    *, name: str | None = None, no_thread_cancel_exception: bool = False, dynamic: bool = False
 ) -> Callable[[F], F]: ...
 
 
 def defn(
-    fn: F | None = None, *, name: str | None = None, no_thread_cancel_exception: bool = False
+    fn: F | None = None,
+    *,
+    name: str | None = None,
+    no_thread_cancel_exception: bool = False,
+    dynamic: bool = False,
 ) -> F | Callable[[F], F]:
     """Mark an activity: a function, a method (register the bound method of an instance
     with the worker: ``activities=[store.charge]``) or a class whose instances are called
     (``activities=[Charger(db)]``). ``name`` (the activity type) defaults to the function's
     or class's name. ``no_thread_cancel_exception=True``: a plain-function activity's
-    heartbeat never raises its cancellation; it checks ``activity.is_cancelled()``."""
+    heartbeat never raises its cancellation; it checks ``activity.is_cancelled()``.
+    ``dynamic=True`` (``name`` is then ignored): the worker runs it for every activity type
+    it has no definition of; it takes one ``Sequence[RawValue]``, and
+    ``activity.info().activity_type`` says which type it runs."""
 
     def decorate(f: F) -> F:
         if not callable(f):
@@ -397,15 +430,18 @@ def defn(
             if isinstance(f, type)
             else type_hints(f, skip_self=_is_method_in_class_body(f))
         )
+        if dynamic:
+            check_dynamic_run("activity", arg_types)
         set_activity_definition(
             f,
             ActivityDefinition(
-                name=name or f.__name__,
+                name=f.__name__ if dynamic else (name or f.__name__),
                 fn=f,
                 is_async=is_async_callable(f),
                 arg_types=arg_types,
                 return_type=return_type,
                 no_thread_cancel_exception=no_thread_cancel_exception,
+                dynamic=dynamic,
             ),
         )
         return f

@@ -12,56 +12,57 @@ import contextlib
 import inspect
 import os
 import socket
-from collections.abc import AsyncIterator, Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from ._async_activity import AsyncActivityHandle, AsyncActivityIDReference, async_activity_handle
+from ._client_updates import (
+    WithStartWorkflowOperation,
+    WorkflowUpdateHandle,
+    WorkflowUpdateStage,
+    start_update_with_start,
+)
 from ._ids import random_uuid
-from ._json import loads as json_loads
 from ._listing import (
     WorkflowExecution,
     WorkflowExecutionAsyncIterator,
     WorkflowExecutionDescription,
-    _dt,
 )
-from ._model.definitions import WorkflowDefinition, type_hints
+from ._model.definitions import WorkflowDefinition
 from ._service.clock import Clock
+from ._service.cron import validate_cron
 from ._service.host import ServiceHost
 from ._service.service import Service
-from ._service.state import closed_channel
 from ._service.types import StartWorkflowRequest
 from ._store.dialects import parse_url
 from ._store.gateway import Store, release_store, shared_store
+from ._workflow_handle import WorkflowHandle
 from .common import (
     RetryPolicy,
     WorkflowExecutionStatus,
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
-from .converter import DataConverter, Payload, check_payloads_size
+from .converter import DataConverter, check_payloads_size
 from .exceptions import (
     AsyncActivityCancelledError,
-    CancelledError,
     InvalidArgumentError,
-    QueryRejectCondition,
-    TerminatedError,
-    TimeoutError,
-    TimeoutType,
-    WorkflowContinuedAsNewError,
-    WorkflowFailureError,
+    RPCTimeoutOrCancelledError,
     WorkflowQueryFailedError,
     WorkflowQueryRejectedError,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
-from .history import HistoryEvent, WorkflowHistory
-from .workflow import definition_name, handler_name
+from .workflow import definition_name
 
 __all__ = [
     "AsyncActivityCancelledError",
     "AsyncActivityHandle",
     "AsyncActivityIDReference",
     "Client",
+    "RPCTimeoutOrCancelledError",
+    "WithStartWorkflowOperation",
     "WorkflowExecution",
     "WorkflowExecutionAsyncIterator",
     "WorkflowExecutionDescription",
@@ -69,6 +70,10 @@ __all__ = [
     "WorkflowHandle",
     "WorkflowQueryFailedError",
     "WorkflowQueryRejectedError",
+    "WorkflowUpdateFailedError",
+    "WorkflowUpdateHandle",
+    "WorkflowUpdateRPCTimeoutOrCancelledError",
+    "WorkflowUpdateStage",
 ]
 
 _missing: Any = inspect.Parameter.empty
@@ -231,6 +236,9 @@ class Client:
         result_type: type | None = None,
         request_id: str | None = None,
         request_eager_start: bool = True,
+        start_signal: str | None = None,
+        start_signal_args: Sequence[Any] = (),
+        cron_schedule: str = "",
     ) -> WorkflowHandle:
         """Start a run of ``workflow`` (a ``@workflow.run`` method, class, or type name).
 
@@ -239,49 +247,54 @@ class Client:
         same transaction as the start (Temporal's eager workflow start; the history is the
         same). On by default here, where client and worker usually share a process; pass
         False to always go through the queue. Never with ``start_delay``.
+
+        ``start_signal`` (a signal name) with ``start_signal_args``: signal-with-start. A
+        running run of ``id`` just gets the signal (whatever ``id_conflict_policy`` says);
+        otherwise a new run starts with the signal recorded right after its start, so its
+        first workflow task has it. Never eager.
+
+        ``cron_schedule`` (``"*/15 * * * *"``, ``"@daily"``, ``"@every 10m"``,
+        ``"CRON_TZ=Europe/Paris 0 9 * * *"``): the run waits for the schedule's next time,
+        and each run that completes or fails (after its retries) starts the next one with
+        the same input, as Temporal's cron workflows do (``workflow.
+        get_last_completion_result()``, ``get_last_failure()``). Cancelling or terminating
+        a run ends the schedule. Schedules (``client.create_schedule``) are the newer way.
         """
-        wf_type = definition_name(workflow)
-        if result_type is None and not isinstance(workflow, str):
-            result_type = WorkflowDefinition.of(workflow).return_type
-        if not isinstance(id, str) or not id:
-            raise InvalidArgumentError("id (the workflow id) must be a non-empty string")
-        if not isinstance(task_queue, str) or not task_queue:
-            raise InvalidArgumentError("task_queue must be a non-empty string")
-        values = [arg] if arg is not _missing else list(args)
-        if arg is not _missing and args:
-            raise InvalidArgumentError("pass either one positional arg or args=[...], not both")
-        payloads = self.data_converter.to_payloads(values)
-        check_payloads_size(payloads, what=f"input of workflow {wf_type!r}")
-        if retry_policy is not None:
-            retry_policy.validate()
-        conflict = id_conflict_policy
-        if conflict == WorkflowIDConflictPolicy.UNSPECIFIED:
-            conflict = WorkflowIDConflictPolicy.FAIL
-        task_seconds = _seconds(task_timeout, "task_timeout")
-        request = StartWorkflowRequest(
-            namespace=self.namespace,
-            workflow_id=id,
-            workflow_type=wf_type,
+        request, result_type = self._start_request(
+            workflow,
+            arg,
+            id=id,
             task_queue=task_queue,
-            input=[p.to_json() for p in payloads],
+            args=args,
+            execution_timeout=execution_timeout,
+            run_timeout=run_timeout,
+            task_timeout=task_timeout,
             id_reuse_policy=id_reuse_policy,
-            id_conflict_policy=conflict,
-            execution_timeout=_seconds(execution_timeout, "execution_timeout"),
-            run_timeout=_seconds(run_timeout, "run_timeout"),
-            task_timeout=task_seconds if task_seconds else 10.0,
-            retry_policy=retry_policy.to_json() if retry_policy else None,
-            memo={
-                "fields": {k: self.data_converter.to_payload(v).to_json() for k, v in memo.items()}
-            }
-            if memo
-            else None,
-            identity=self.identity,
-            request_id=request_id or random_uuid(),
-            start_delay=_seconds(start_delay, "start_delay") or 0.0,
+            id_conflict_policy=id_conflict_policy,
+            retry_policy=retry_policy,
+            memo=memo,
+            start_delay=start_delay,
+            result_type=result_type,
+            request_id=request_id,
         )
+        if cron_schedule:
+            validate_cron(cron_schedule)
+            if start_delay:
+                raise InvalidArgumentError("cron_schedule and start_delay cannot be combined")
+            request.cron_schedule = cron_schedule.strip()
+        if start_signal is not None:
+            if not isinstance(start_signal, str) or not start_signal:
+                raise InvalidArgumentError("start_signal must be a signal name (a string)")
+            signal_payloads = self.data_converter.to_payloads(list(start_signal_args))
+            check_payloads_size(signal_payloads, what=f"input of signal {start_signal!r}")
+            request.start_signal = start_signal
+            request.start_signal_input = [p.to_json() for p in signal_payloads]
         offer = (
             self.service.handoffs.offer_start(self.namespace, task_queue)
-            if request_eager_start and not start_delay
+            if request_eager_start
+            and not start_delay
+            and start_signal is None
+            and not cron_schedule
             else None
         )
         if offer is None:
@@ -304,6 +317,71 @@ class Client:
             handle._started_run, handle._started_queue = result.run_id, task_queue
         return handle
 
+    def _start_request(
+        self,
+        workflow: Callable[..., Any] | str,
+        arg: Any,
+        *,
+        id: str,
+        task_queue: str,
+        args: Sequence[Any],
+        execution_timeout: timedelta | None,
+        run_timeout: timedelta | None,
+        task_timeout: timedelta | None,
+        id_reuse_policy: WorkflowIDReusePolicy,
+        id_conflict_policy: WorkflowIDConflictPolicy,
+        retry_policy: RetryPolicy | None,
+        memo: dict[str, Any] | None,
+        start_delay: timedelta | None,
+        result_type: type | None,
+        request_id: str | None,
+    ) -> tuple[StartWorkflowRequest, type | None]:
+        """The service's start request for these options (checked), and the result type."""
+        wf_type = definition_name(workflow)
+        if result_type is None and not isinstance(workflow, str):
+            result_type = WorkflowDefinition.of(workflow).return_type
+        if not isinstance(id, str) or not id:
+            raise InvalidArgumentError("id (the workflow id) must be a non-empty string")
+        if not isinstance(task_queue, str) or not task_queue:
+            raise InvalidArgumentError("task_queue must be a non-empty string")
+        values = [arg] if arg is not _missing else list(args)
+        if arg is not _missing and args:
+            raise InvalidArgumentError("pass either one positional arg or args=[...], not both")
+        payloads = self.data_converter.to_payloads(values)
+        check_payloads_size(payloads, what=f"input of workflow {wf_type!r}")
+        # The memo has a limit of its own (Temporal's limit.memoSize.error, 2 MB for all of
+        # it); a field over it alone is named.
+        memo_fields = {k: self.data_converter.to_payload(v) for k, v in (memo or {}).items()}
+        for key, value in memo_fields.items():
+            check_payloads_size([value], what=f"memo field {key!r}")
+        check_payloads_size(list(memo_fields.values()), what="memo")
+        if retry_policy is not None:
+            retry_policy.validate()
+        conflict = id_conflict_policy
+        if conflict == WorkflowIDConflictPolicy.UNSPECIFIED:
+            conflict = WorkflowIDConflictPolicy.FAIL
+        task_seconds = _seconds(task_timeout, "task_timeout")
+        request = StartWorkflowRequest(
+            namespace=self.namespace,
+            workflow_id=id,
+            workflow_type=wf_type,
+            task_queue=task_queue,
+            input=[p.to_json() for p in payloads],
+            id_reuse_policy=id_reuse_policy,
+            id_conflict_policy=conflict,
+            execution_timeout=_seconds(execution_timeout, "execution_timeout"),
+            run_timeout=_seconds(run_timeout, "run_timeout"),
+            task_timeout=task_seconds if task_seconds else 10.0,
+            retry_policy=retry_policy.to_json() if retry_policy else None,
+            memo={"fields": {k: v.to_json() for k, v in memo_fields.items()}}
+            if memo_fields
+            else None,
+            identity=self.identity,
+            request_id=request_id or random_uuid(),
+            start_delay=_seconds(start_delay, "start_delay") or 0.0,
+        )
+        return request, result_type
+
     async def execute_workflow(
         self,
         workflow: Callable[..., Any] | str,
@@ -315,6 +393,63 @@ class Client:
     ) -> Any:
         """Start a run and wait for its result."""
         handle = await self.start_workflow(workflow, arg, id=id, task_queue=task_queue, **kwargs)
+        return await handle.result()
+
+    async def start_update_with_start_workflow(
+        self,
+        update: Callable[..., Any] | str,
+        arg: Any = _missing,
+        *,
+        start_workflow_operation: WithStartWorkflowOperation[Any],
+        wait_for_stage: WorkflowUpdateStage,
+        args: Sequence[Any] = (),
+        id: str | None = None,
+        result_type: type | None = None,
+        rpc_metadata: Mapping[str, str | bytes] = {},
+        rpc_timeout: timedelta | None = None,
+    ) -> WorkflowUpdateHandle[Any]:
+        """Update-with-start: start the operation's run (or, with ``id_conflict_policy=
+        USE_EXISTING``, take the running one) and send it the update, in one transaction,
+        so the update is in the run's first workflow task; wait for ``wait_for_stage``.
+        ``start_workflow_operation.workflow_handle()`` is then the run's handle (or raises
+        what the start raised, e.g. ``WorkflowAlreadyStartedError`` with ``FAIL``)."""
+        del rpc_metadata
+        return await start_update_with_start(
+            self,
+            update,
+            arg,
+            start_workflow_operation=start_workflow_operation,
+            wait_for_stage=wait_for_stage,
+            args=args,
+            id=id,
+            result_type=result_type,
+            rpc_timeout=rpc_timeout,
+        )
+
+    async def execute_update_with_start_workflow(
+        self,
+        update: Callable[..., Any] | str,
+        arg: Any = _missing,
+        *,
+        start_workflow_operation: WithStartWorkflowOperation[Any],
+        args: Sequence[Any] = (),
+        id: str | None = None,
+        result_type: type | None = None,
+        rpc_metadata: Mapping[str, str | bytes] = {},
+        rpc_timeout: timedelta | None = None,
+    ) -> Any:
+        """:meth:`start_update_with_start_workflow` waiting for the update's result."""
+        handle = await self.start_update_with_start_workflow(
+            update,
+            arg,
+            start_workflow_operation=start_workflow_operation,
+            wait_for_stage=WorkflowUpdateStage.COMPLETED,
+            args=args,
+            id=id,
+            result_type=result_type,
+            rpc_metadata=rpc_metadata,
+            rpc_timeout=rpc_timeout,
+        )
         return await handle.result()
 
     def get_async_activity_handle(
@@ -380,315 +515,6 @@ class Client:
         returned iterator and keep its ``next_page_token`` for the next request.
         """
         return WorkflowExecutionAsyncIterator(self, query, limit, page_size, next_page_token)
-
-
-class WorkflowHandle:
-    """A workflow id (and perhaps a run id) to act on."""
-
-    def __init__(
-        self,
-        client: Client,
-        id: str,
-        *,
-        run_id: str | None = None,
-        result_run_id: str | None = None,
-        first_execution_run_id: str | None = None,
-        result_type: type | None = None,
-    ) -> None:
-        self._client = client
-        self.id = id
-        self.run_id = run_id
-        self.result_run_id = result_run_id
-        self.first_execution_run_id = first_execution_run_id
-        self._result_type = result_type
-        #: A run this handle's start created (in this process), and its task queue: until
-        #: it closes, nothing has notified its close channel (see :meth:`_wait_result`).
-        self._started_run: str | None = None
-        self._started_queue = ""
-
-    @property
-    def client(self) -> Client:
-        """The client this handle uses."""
-        return self._client
-
-    def __repr__(self) -> str:
-        run = self.run_id or self.result_run_id
-        return f"WorkflowHandle(id={self.id!r}, run_id={run!r})"
-
-    async def result(self, *, follow_runs: bool = True) -> Any:
-        """Wait for the run to close; return its result or raise WorkflowFailureError.
-
-        Follows continue-as-new to the newest run unless ``follow_runs=False``, where a run
-        that continued as new raises :class:`~engine.exceptions.WorkflowContinuedAsNewError`.
-        """
-        with self._client.service.clock.waiting_for_result():
-            return await self._wait_result(self.result_run_id or self.run_id, follow_runs)
-
-    async def _wait_result(self, run_id: str | None, follow_runs: bool) -> Any:
-        client = self._client
-        service = client.service
-        notifier = client.store.notifier
-        # The run this handle started, with a worker of this process on its queue: nothing
-        # announced its close before it existed, so wait from generation 0 without reading
-        # the run first (a close in this process wakes at once with its outcome; one made
-        # elsewhere is seen by the close watcher, then read).
-        unread = (
-            run_id is not None
-            and run_id == self._started_run
-            and service.handoffs.serves(client.namespace, self._started_queue)
-        )
-        while True:
-            channel = closed_channel(run_id) if run_id else ""
-            event: HistoryEvent | None = None
-            outcome: Any = None
-            if unread:
-                unread = False
-                generation, status, new_run_id = 0, WorkflowExecutionStatus.RUNNING, None
-                outcome = notifier.message(channel)  # closed already, here
-            else:
-                generation = notifier.generation(channel)
-                row, event = await service.run_and_close_event(client.namespace, self.id, run_id)
-                run_id = row.run_id
-                status = WorkflowExecutionStatus(row.status)
-                new_run_id = row.new_run_id
-            if status == WorkflowExecutionStatus.RUNNING:
-                assert run_id is not None
-                channel = closed_channel(run_id)
-                if outcome is None:
-                    with service.close_watcher.watching(run_id):
-                        woken = await notifier.wait(channel, 60.0, since=generation)
-                    # A close in this process brings its outcome along: no read needed.
-                    outcome = notifier.message(channel) if woken else None
-                if outcome is None:
-                    continue
-                status = WorkflowExecutionStatus(outcome.status)
-                new_run_id = outcome.new_run_id
-                event = HistoryEvent(
-                    outcome.event_id,
-                    outcome.event_time,
-                    outcome.event_type,
-                    json_loads(outcome.attributes),
-                )
-            if new_run_id and follow_runs:
-                run_id = new_run_id  # continued as new, or failed and retried
-                continue
-            assert event is not None
-            return self._outcome(status, event.attributes)
-
-    def _outcome(self, status: WorkflowExecutionStatus, attrs: dict[str, Any]) -> Any:
-        dc = self._client.data_converter
-        if status == WorkflowExecutionStatus.COMPLETED:
-            payloads = (attrs.get("result") or {}).get("payloads") or []
-            values = dc.from_payloads([Payload.from_json(p) for p in payloads], [self._result_type])
-            return values[0] if values else None
-        cause: Any
-        if status == WorkflowExecutionStatus.FAILED:
-            cause = dc.from_failure(attrs.get("failure") or {"message": "failed"})
-        elif status == WorkflowExecutionStatus.CANCELED:
-            details = dc.from_payloads_json((attrs.get("details") or {}).get("payloads"))
-            cause = CancelledError("Workflow cancelled", *details)
-        elif status == WorkflowExecutionStatus.TERMINATED:
-            cause = TerminatedError(attrs.get("reason") or "Workflow terminated")
-        elif status == WorkflowExecutionStatus.TIMED_OUT:
-            cause = TimeoutError(
-                "Workflow timed out", type=TimeoutType.START_TO_CLOSE, last_heartbeat_details=[]
-            )
-        else:  # continued as new, not followed
-            raise WorkflowContinuedAsNewError(attrs.get("newExecutionRunId", ""))
-        raise WorkflowFailureError(cause=cause)
-
-    async def describe(self) -> WorkflowExecutionDescription:
-        """The run's status, times and pending work."""
-        d = await self._client.service.describe(self._client.namespace, self.id, self.run_id)
-        return WorkflowExecutionDescription(
-            id=d.workflow_id,
-            run_id=d.run_id,
-            workflow_type=d.workflow_type,
-            task_queue=d.task_queue,
-            status=WorkflowExecutionStatus(d.status),
-            start_time=datetime.fromtimestamp(d.start_time, UTC),
-            close_time=_dt(d.close_time),
-            history_length=d.history_length,
-            namespace=d.namespace,
-            pending_activities=d.pending_activities,
-            pending_timers=d.pending_timers,
-            pending_workflow_task=d.pending_workflow_task,
-            history_size_bytes=d.history_size_bytes,
-            first_execution_run_id=d.first_run_id,
-            continued_as_new_run_id=d.new_run_id,
-        )
-
-    async def signal(
-        self, signal: Callable[..., Any] | str, arg: Any = _missing, *, args: Sequence[Any] = ()
-    ) -> None:
-        """Send a signal (asynchronous: no result)."""
-        values = [arg] if arg is not _missing else list(args)
-        payloads = self._client.data_converter.to_payloads(values)
-        check_payloads_size(payloads, what="signal input")
-        await self._client.service.signal_workflow(
-            self._client.namespace,
-            self.id,
-            self.run_id,
-            handler_name(signal, "signal"),
-            [p.to_json() for p in payloads],
-            self._client.identity,
-        )
-
-    async def query(
-        self,
-        query: Callable[..., Any] | str,
-        arg: Any = _missing,
-        *,
-        args: Sequence[Any] = (),
-        result_type: type | None = None,
-        reject_condition: QueryRejectCondition | None = None,
-        timeout: timedelta = timedelta(seconds=10),
-    ) -> Any:
-        """Ask the run a read-only question (a ``@workflow.query`` handler).
-
-        A worker of the run's task queue answers by replaying the history: it works on
-        closed runs too, and adds nothing to the history. ``reject_condition`` (Temporal's
-        ``QueryRejectCondition``): with ``NOT_OPEN`` a closed run is not asked, with
-        ``NOT_COMPLETED_CLEANLY`` one that closed other than by completing is not;
-        :class:`WorkflowQueryRejectedError` then says its status.
-        """
-        values = [arg] if arg is not _missing else list(args)
-        name = handler_name(query, "query")
-        if reject_condition not in (None, QueryRejectCondition.NONE):
-            status = (await self.describe()).status
-            open_ = status == WorkflowExecutionStatus.RUNNING
-            clean = open_ or status == WorkflowExecutionStatus.COMPLETED
-            if (reject_condition == QueryRejectCondition.NOT_OPEN and not open_) or (
-                reject_condition == QueryRejectCondition.NOT_COMPLETED_CLEANLY and not clean
-            ):
-                raise WorkflowQueryRejectedError(status)
-        if result_type is None and not isinstance(query, str):
-            result_type = type_hints(query, skip_self=True)[1]
-        payloads = await self._client.service.query_workflow(
-            self._client.namespace,
-            self.id,
-            self.run_id,
-            name,
-            self._client.data_converter.to_payloads_json(values),
-            timeout.total_seconds(),
-        )
-        decoded = self._client.data_converter.from_payloads_json(payloads, [result_type])
-        return decoded[0] if decoded else None
-
-    async def execute_update(
-        self,
-        update: Callable[..., Any] | str,
-        arg: Any = _missing,
-        *,
-        args: Sequence[Any] = (),
-        id: str | None = None,
-        result_type: type | None = None,
-        timeout: timedelta = timedelta(seconds=60),
-    ) -> Any:
-        """Send an update (a ``@workflow.update`` handler) and wait for its result.
-
-        The handler's validator, if any, runs first: a rejected update is not recorded in
-        the history. Raises :class:`~engine.exceptions.WorkflowUpdateFailedError` (with the
-        validator's or handler's error as ``cause``) when it is rejected or fails.
-        """
-        values = [arg] if arg is not _missing else list(args)
-        name = handler_name(update, "update")
-        if result_type is None and not isinstance(update, str):
-            result_type = type_hints(update, skip_self=True)[1]
-        dc = self._client.data_converter
-        payloads = dc.to_payloads(values)
-        check_payloads_size(payloads, what=f"input of update {name!r}")
-        outcome = await self._client.service.update_workflow(
-            self._client.namespace,
-            self.id,
-            self.run_id,
-            name,
-            [p.to_json() for p in payloads],
-            id or random_uuid(),
-            self._client.identity,
-            timeout.total_seconds(),
-        )
-        if "failure" in outcome:
-            cause = dc.from_failure(outcome["failure"])
-            raise WorkflowUpdateFailedError(f"update {name!r} failed: {cause}", cause=cause)
-        values_out = dc.from_payloads_json(
-            (outcome.get("success") or {}).get("payloads"), [result_type]
-        )
-        return values_out[0] if values_out else None
-
-    async def cancel(self, reason: str = "") -> None:
-        """Request cancellation: delivered into workflow code, which may clean up."""
-        await self._client.service.request_cancel(
-            self._client.namespace, self.id, self.run_id, reason, self._client.identity
-        )
-
-    async def terminate(self, *args: Any, reason: str | None = None) -> None:
-        """End the run immediately; no workflow code runs (unlike :meth:`cancel`)."""
-        details = self._client.data_converter.to_payloads_json(list(args)) if args else None
-        await self._client.service.terminate(
-            self._client.namespace,
-            self.id,
-            self.run_id,
-            reason or "terminated by client",
-            details,
-            self._client.identity,
-        )
-
-    async def fetch_attempts(self) -> list[dict[str, Any]]:
-        """Every activity attempt of the run (kept after the activity closes), in order.
-
-        Each item has ``scheduled_event_id``, ``activity_id``, ``activity_type``,
-        ``attempt``, ``scheduled_time``, ``started_time``, ``ended_time`` (datetimes, UTC),
-        ``outcome`` (running, completed, failed, timed_out, canceled) and ``failure``.
-        """
-        row = await self._client.service.resolve_run(self._client.namespace, self.id, self.run_id)
-        return await self._client.service.attempts(row.run_id)
-
-    async def fetch_history(self) -> WorkflowHistory:
-        """The run's event history."""
-        service = self._client.service
-        _, events = await service.run_history(self._client.namespace, self.id, self.run_id)
-        return WorkflowHistory(self.id, events)
-
-    async def fetch_history_events(
-        self,
-        *,
-        page_size: int = 1000,
-        wait_new_event: bool = False,
-        after_event_id: int = 0,
-        poll_interval: timedelta = timedelta(milliseconds=250),
-    ) -> AsyncIterator[HistoryEvent]:
-        """The run's events in order, read ``page_size`` at a time, from the one after
-        ``after_event_id``.
-
-        With ``wait_new_event=True`` the iteration keeps going while the run is open,
-        yielding each event soon after it is recorded (checking every ``poll_interval``),
-        and ends with the run's closing event. The run is the one the handle names, or else
-        the latest run of its workflow id when the iteration starts (it does not follow
-        continue-as-new).
-        """
-        if page_size < 1:
-            raise InvalidArgumentError(f"page_size must be at least 1, not {page_size}")
-        if after_event_id < 0:
-            raise InvalidArgumentError(f"after_event_id must be 0 or more, not {after_event_id}")
-        service, namespace = self._client.service, self._client.namespace
-        row = await service.resolve_run(namespace, self.id, self.run_id)
-        run_id, last = row.run_id, after_event_id
-        while True:
-            page = await service.history(run_id, last + 1, last + page_size)
-            for event in page:
-                yield event
-            if page:
-                last = page[-1].event_id
-            if len(page) == page_size:
-                continue
-            if not wait_new_event:
-                return
-            row = await service.resolve_run(namespace, self.id, run_id)
-            if row.status != WorkflowExecutionStatus.RUNNING and last >= row.next_event_id - 1:
-                return
-            if row.next_event_id - 1 <= last:
-                await asyncio.sleep(poll_interval.total_seconds())
 
 
 def _started_task(start: asyncio.Future[Any]) -> Any:

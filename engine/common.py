@@ -16,6 +16,7 @@ __all__ = [
     "ActivityCancellationType",
     "Priority",
     "QueryRejectCondition",
+    "RawValue",
     "RetryPolicy",
     "WorkflowExecutionStatus",
     "WorkflowIDConflictPolicy",
@@ -184,6 +185,23 @@ class Priority:
 
 
 Priority.default = Priority()
+
+
+# --------------------------------------------------------------------------
+# raw values
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RawValue:
+    """A value left encoded: the payload as it came (``temporalio.common.RawValue``).
+
+    Dynamic workflows, activities and message handlers get their arguments as raw values;
+    decode one with ``workflow.payload_converter().from_payload(raw.payload, SomeType)``
+    (``activity.payload_converter()`` in an activity). Returned or passed as an argument,
+    a raw value is written as its payload, unchanged. ``payload`` is an
+    :class:`engine.converter.Payload` (typed loosely here: this module sits below the
+    converter)."""
+
+    payload: Any
 
 
 # --------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from datetime import date, datetime, time
 from typing import Any, ClassVar, TypeVar
 
 from ._json import compact_dumps
-from .common import duration_from_json, duration_to_json
+from .common import RawValue, duration_from_json, duration_to_json
 from .exceptions import (
     ActivityError,
     ApplicationError,
@@ -363,6 +363,9 @@ class PayloadConverter:
 
     def to_payload(self, value: Any) -> Payload:
         """Encode one value; raises :class:`TypeError` naming a type JSON cannot hold."""
+        if isinstance(value, RawValue):  # already encoded: written as it is
+            raw: Payload = value.payload
+            return raw
         if value is None:
             return Payload(metadata={"encoding": _ENCODING_NULL.encode()})
         if isinstance(value, bytes | bytearray):
@@ -377,8 +380,11 @@ class PayloadConverter:
     def from_payload(self, payload: Payload, type_hint: Any = None) -> Any:
         """Decode one payload, rebuilding the type ``type_hint`` names when given.
 
-        Raises :class:`ValueError` for an unknown encoding or malformed data.
+        Raises :class:`ValueError` for an unknown encoding or malformed data. The hint
+        :class:`~engine.common.RawValue` keeps the payload encoded, wrapped in one.
         """
+        if type_hint is RawValue:
+            return RawValue(payload)
         encoding = payload.encoding
         if encoding == _ENCODING_NULL:
             return None

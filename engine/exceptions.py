@@ -19,9 +19,15 @@ DurableError (alias TemporalError)
 │                             ``handle.result(follow_runs=False)`` of a run that continued
 │                             as new; ``.new_run_id`` names the next run
 ├── NondeterminismError       workflow code no longer produces what its history recorded
-├── WorkflowNotFoundError
-├── ActivityNotFoundError     no such activity attempt to complete or heartbeat by token or
-│                             id (it ended, timed out, or its run closed)
+├── RPCError                  the service refused a request; ``.status`` is an
+│   │                         :class:`RPCStatusCode` (``temporalio.service.RPCError``)
+│   ├── WorkflowNotFoundError NOT_FOUND: no such run, or it is closed
+│   └── ActivityNotFoundError NOT_FOUND: no such activity attempt to complete or heartbeat
+│                             by token or id (it ended, timed out, or its run closed)
+├── RPCTimeoutOrCancelledError
+│   │                         a call gave up waiting (its ``rpc_timeout``) or was cancelled
+│   └── WorkflowUpdateRPCTimeoutOrCancelledError
+│                             waiting for an update's stage gave up; the update goes on
 ├── AsyncActivityCancelledError
 │                             an async-completed activity's heartbeat learned that it was
 │                             cancelled; ``.details`` says why
@@ -41,7 +47,7 @@ DurableError (alias TemporalError)
 ```
 
 The enums the errors use are here too: :class:`TimeoutType`, :class:`RetryState`,
-:class:`ApplicationErrorCategory` and :class:`QueryRejectCondition`.
+:class:`ApplicationErrorCategory`, :class:`QueryRejectCondition` and :class:`RPCStatusCode`.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from ._failure import (
@@ -79,6 +86,9 @@ __all__ = [
     "NondeterminismError",
     "PayloadSizeError",
     "QueryRejectCondition",
+    "RPCError",
+    "RPCStatusCode",
+    "RPCTimeoutOrCancelledError",
     "RetryState",
     "SchemaVersionError",
     "ServerError",
@@ -95,6 +105,7 @@ __all__ = [
     "WorkflowQueryFailedError",
     "WorkflowQueryRejectedError",
     "WorkflowUpdateFailedError",
+    "WorkflowUpdateRPCTimeoutOrCancelledError",
     "is_cancelled_exception",
 ]
 
@@ -522,8 +533,74 @@ class NondeterminismError(DurableError):
         """The run id of the run being replayed."""
 
 
-class WorkflowNotFoundError(DurableError):
-    """No workflow run with the given id (and run id) exists."""
+class RPCStatusCode(IntEnum):
+    """The status of a refused request: gRPC's codes, as ``temporalio.service.RPCStatusCode``
+    (this engine has no gRPC; the codes say the same things)."""
+
+    OK = 0
+    CANCELLED = 1
+    UNKNOWN = 2
+    INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
+    NOT_FOUND = 5
+    ALREADY_EXISTS = 6
+    PERMISSION_DENIED = 7
+    RESOURCE_EXHAUSTED = 8
+    FAILED_PRECONDITION = 9
+    ABORTED = 10
+    OUT_OF_RANGE = 11
+    UNIMPLEMENTED = 12
+    INTERNAL = 13
+    UNAVAILABLE = 14
+    DATA_LOSS = 15
+    UNAUTHENTICATED = 16
+
+
+class RPCError(DurableError):
+    """The service refused a request (``temporalio.service.RPCError``): ``status`` says
+    how, ``message`` why. Code written for Temporal that catches ``RPCError`` and looks at
+    ``status`` (``NOT_FOUND`` above all) works unchanged."""
+
+    def __init__(self, message: str, status: RPCStatusCode, raw_grpc_status: bytes = b"") -> None:
+        """Create the error."""
+        super().__init__(message)
+        self._message = message
+        self._status = RPCStatusCode(status)
+        self._raw_grpc_status = raw_grpc_status
+
+    @property
+    def message(self) -> str:
+        """Why the request was refused."""
+        return self._message
+
+    @property
+    def status(self) -> RPCStatusCode:
+        """How the request was refused."""
+        return self._status
+
+    @property
+    def raw_grpc_status(self) -> bytes:
+        """Empty: there is no gRPC status here (kept for code that reads it)."""
+        return self._raw_grpc_status
+
+
+class RPCTimeoutOrCancelledError(DurableError):
+    """A call stopped waiting: its ``rpc_timeout`` passed or it was cancelled. What it
+    waited for may still happen."""
+
+
+class WorkflowUpdateRPCTimeoutOrCancelledError(RPCTimeoutOrCancelledError):
+    """Waiting for an update's stage or result stopped (timeout or cancellation). The
+    update itself is not cancelled: ``handle.get_update_handle(id).result()`` waits again."""
+
+    def __init__(self, message: str = "Timeout or cancellation waiting for update") -> None:
+        """Create the error."""
+        super().__init__(message)
+
+
+class WorkflowNotFoundError(RPCError):
+    """No workflow run with the given id (and run id) exists, or it is closed and cannot
+    take the request (``status`` ``NOT_FOUND``, as Temporal's ``RPCError``)."""
 
     def __init__(
         self,
@@ -549,17 +626,21 @@ class WorkflowNotFoundError(DurableError):
                 f"{what} not found: check the id, and that the client uses the same database "
                 "and namespace (closed runs are removed once their retention period has passed)"
             )
-        super().__init__(message)
+        super().__init__(message, RPCStatusCode.NOT_FOUND)
         self.workflow_id = workflow_id
         """The workflow id looked up."""
         self.run_id = run_id
         """The run id looked up, if any."""
 
 
-class ActivityNotFoundError(DurableError):
+class ActivityNotFoundError(RPCError):
     """No current attempt matches: the activity completed, failed, timed out or was
-    cancelled, its run closed, or the ids name nothing. (``temporalio`` raises an
-    ``RPCError`` with status ``NOT_FOUND`` here.)"""
+    cancelled, its run closed, or the ids name nothing (``status`` ``NOT_FOUND``, the
+    ``RPCError`` ``temporalio`` raises here)."""
+
+    def __init__(self, message: str) -> None:
+        """Create the error with ``message``."""
+        super().__init__(message, RPCStatusCode.NOT_FOUND)
 
 
 class AsyncActivityCancelledError(DurableError):
@@ -603,12 +684,18 @@ class WorkflowQueryRejectedError(DurableError):
 
 
 class WorkflowUpdateFailedError(DurableError):
-    """An update was rejected by its validator or its handler failed; ``cause`` says why."""
+    """An update was rejected (by its validator, or for want of a handler) or its handler
+    failed; ``cause`` is the failure the workflow reported."""
 
     def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
         """Create the error; ``cause`` is the failure the workflow reported."""
         super().__init__(message)
         self.__cause__ = cause
+
+    @property
+    def cause(self) -> BaseException | None:
+        """Why the update failed (an :class:`ApplicationError`, usually)."""
+        return self.__cause__
 
 
 class StoreError(DurableError):

@@ -22,7 +22,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
-from ._model.definitions import ActivityDefinition, WorkflowDefinition
+from ._model.definitions import ActivityDefinition, WorkflowDefinition, check_one_dynamic
 from ._replay.handlers import WorkflowTaskError
 from ._replay.replayer import replay_events
 from ._replay.stepper import ReplaySession, Snapshot
@@ -97,6 +97,13 @@ class SandboxedWorkflowRunner(UnsandboxedWorkflowRunner):
     as :class:`UnsandboxedWorkflowRunner` does."""
 
 
+def _exception_types(types: Sequence[Any], option: str) -> tuple[type[BaseException], ...]:
+    for t in types:
+        if not (isinstance(t, type) and issubclass(t, BaseException)):
+            raise InvalidArgumentError(f"{option} takes exception classes, not {t!r}")
+    return tuple(types)
+
+
 class Worker:
     """Runs workflows and activities for one task queue, polling the shared store.
 
@@ -116,7 +123,9 @@ class Worker:
 
     ``temporalio``'s options are taken with its names and defaults where they mean something
     here (``max_concurrent_*``, ``identity``, ``graceful_shutdown_timeout``, ``debug_mode``,
-    ``activity_executor``, ``disable_eager_activity_execution``); ``workflow_runner`` and
+    ``activity_executor``, ``disable_eager_activity_execution``,
+    ``workflow_failure_exception_types``: exceptions that fail a run instead of its
+    workflow task, added to each workflow's own); ``workflow_runner`` and
     ``unsandboxed_workflow_runner`` accept :class:`UnsandboxedWorkflowRunner` or
     :class:`SandboxedWorkflowRunner` (there is no sandbox), ``interceptors`` only empty. An
     option this engine does not know is a ``TypeError`` naming it.
@@ -145,6 +154,7 @@ class Worker:
         interceptors: Sequence[Any] = (),
         max_concurrent_local_activities: int = 100,
         disable_eager_activity_execution: bool = False,
+        workflow_failure_exception_types: Sequence[type[BaseException]] = (),
     ) -> None:
         if not isinstance(task_queue, str) or not task_queue:
             raise InvalidArgumentError("task_queue must be a non-empty string")
@@ -185,6 +195,7 @@ class Worker:
             defn = WorkflowDefinition.of(cls)
             if defn.name in self._workflow_defs and self._workflow_defs[defn.name].cls is not cls:
                 raise InvalidArgumentError(f"two workflows are named {defn.name!r}")
+            check_one_dynamic(self._workflow_defs, defn, "workflow")
             self._workflow_defs[defn.name] = defn
         self._activity_defs: dict[str, ActivityDefinition] = {}
         for fn in activities:
@@ -196,6 +207,7 @@ class Worker:
             adefn = ActivityDefinition.of(fn)
             if adefn.name in self._activity_defs and self._activity_defs[adefn.name].fn != fn:
                 raise InvalidArgumentError(f"two activities are named {adefn.name!r}")
+            check_one_dynamic(self._activity_defs, adefn, "activity")
             self._activity_defs[adefn.name] = adefn
         self._grace = graceful_shutdown_timeout.total_seconds()
         self._run_service = run_service
@@ -217,6 +229,11 @@ class Worker:
                 poll_interval=poll,
                 metrics=self.metrics,
                 eager_activities=not disable_eager_activity_execution,
+                local_activities=self._activity_defs,
+                client=client,
+                failure_exception_types=_exception_types(
+                    workflow_failure_exception_types, "workflow_failure_exception_types"
+                ),
             )
         self._activity_args = {
             "max_concurrent": max_concurrent_activities,
@@ -249,6 +266,7 @@ class Worker:
         defn = WorkflowDefinition.of(cls)
         if self._workflows is None:
             raise InvalidArgumentError("this worker was created without workflows")
+        check_one_dynamic(self._workflow_defs, defn, "workflow")
         self._workflows.replace_definition(defn)
         if self._running:
             self._expedite(defn.name)
@@ -259,6 +277,7 @@ class Worker:
         Attempts already running keep the old function; the next ones use the new one.
         """
         defn = ActivityDefinition.of(fn)
+        check_one_dynamic(self._activity_defs, defn, "activity")
         self._activity_defs[defn.name] = defn  # shared with the activity runner
 
     def _expedite(self, workflow_type: str) -> None:
@@ -374,15 +393,23 @@ class Replayer:
     """
 
     def __init__(
-        self, *, workflows: Sequence[type], data_converter: DataConverter | None = None
+        self,
+        *,
+        workflows: Sequence[type],
+        data_converter: DataConverter | None = None,
+        workflow_failure_exception_types: Sequence[type[BaseException]] = (),
     ) -> None:
         if not workflows:
             raise InvalidArgumentError("a Replayer needs the workflow classes to replay")
         self._definitions: dict[str, WorkflowDefinition] = {}
         for cls in workflows:
             defn = WorkflowDefinition.of(cls)
+            check_one_dynamic(self._definitions, defn, "workflow")
             self._definitions[defn.name] = defn
         self._converter = data_converter or DataConverter.default
+        self._failure_types = _exception_types(
+            workflow_failure_exception_types, "workflow_failure_exception_types"
+        )
 
     async def replay_workflow(
         self, history: WorkflowHistory, *, raise_on_replay_failure: bool = True
@@ -392,7 +419,11 @@ class Replayer:
         ``raise_on_replay_failure=False``."""
         try:
             outcome = replay_events(
-                history.events, self._definitions, self._converter, workflow_id=history.workflow_id
+                history.events,
+                self._definitions,
+                self._converter,
+                workflow_id=history.workflow_id,
+                failure_types=self._failure_types,
             )
         except InvalidArgumentError as err:  # not a history of a workflow we were given
             if raise_on_replay_failure:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import logging
 import random as _random
@@ -20,6 +21,26 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from ._aio import as_completed, wait
+from ._cron_api import (
+    get_last_completion_result,
+    get_last_failure,
+    has_last_completion_result,
+)
+from ._external_api import (
+    ExternalWorkflowHandle,
+    get_external_workflow_handle,
+    get_external_workflow_handle_for,
+)
+from ._handler_api import *  # noqa: F403 -- set_signal_handler, get_update_handler, ...
+from ._handler_api import __all__ as _handler_calls
+from ._local_api import (
+    execute_local_activity,
+    execute_local_activity_class,
+    execute_local_activity_method,
+    start_local_activity,
+    start_local_activity_class,
+    start_local_activity_method,
+)
 from ._model.decorators import (
     activity_name,
     definition_name,
@@ -30,6 +51,12 @@ from ._model.decorators import (
     run,
     signal,
     update,
+)
+from ._model.definitions import (
+    HandlerUnfinishedPolicy,
+    UnfinishedSignalHandlersWarning,
+    UnfinishedUpdateHandlersWarning,
+    UpdateInfo,
 )
 from .common import (
     ActivityCancellationType,
@@ -47,15 +74,21 @@ __all__ = [
     "ChildWorkflowCancellationType",
     "ChildWorkflowHandle",
     "ContinueAsNewError",
+    "ExternalWorkflowHandle",
+    "HandlerUnfinishedPolicy",
     "Info",
     "NondeterminismError",
     "ParentClosePolicy",
     "ParentInfo",
     "RootInfo",
+    "UnfinishedSignalHandlersWarning",
+    "UnfinishedUpdateHandlersWarning",
+    "UpdateInfo",
     "activity_name",
     "all_handlers_finished",
     "as_completed",
     "continue_as_new",
+    "current_update_info",
     "definition_name",
     "defn",
     "deprecate_patch",
@@ -63,7 +96,15 @@ __all__ = [
     "execute_activity_class",
     "execute_activity_method",
     "execute_child_workflow",
+    "execute_local_activity_method",
+    "execute_local_activity_class",
+    "execute_local_activity",
     "get_current_details",
+    "has_last_completion_result",
+    "get_last_failure",
+    "get_last_completion_result",
+    "get_external_workflow_handle",
+    "get_external_workflow_handle_for",
     "handler_name",
     "in_workflow",
     "info",
@@ -89,14 +130,19 @@ __all__ = [
     "start_activity_class",
     "start_activity_method",
     "start_child_workflow",
+    "start_local_activity_method",
+    "start_local_activity_class",
+    "start_local_activity",
     "time",
     "time_ns",
     "unsafe",
+    "upsert_memo",
     "update",
     "uuid4",
     "uuid7",
     "wait",
     "wait_condition",
+    *_handler_calls,
 ]
 
 T = TypeVar("T")
@@ -227,12 +273,34 @@ class _Runtime(ABC):
     ) -> ActivityHandle[Any]: ...
 
     @abstractmethod
+    def start_local_activity(
+        self, activity: Any, args: Sequence[Any], options: dict[str, Any]
+    ) -> ActivityHandle[Any]: ...
+
+    @abstractmethod
     async def wait_condition(self, fn: Callable[[], bool], timeout: float | None) -> None: ...
 
     @abstractmethod
     async def start_child_workflow(
         self, workflow: Any, args: Sequence[Any], options: dict[str, Any]
     ) -> ChildWorkflowHandle[Any]: ...
+
+    @abstractmethod
+    async def signal_external(
+        self, workflow_id: str, run_id: str | None, signal_name: str, args: Sequence[Any]
+    ) -> None: ...
+
+    @abstractmethod
+    async def cancel_external(self, workflow_id: str, run_id: str | None, reason: str) -> None: ...
+
+    @abstractmethod
+    def last_completion_result(self, type_hint: type | None) -> tuple[bool, Any]: ...
+
+    @abstractmethod
+    def last_failure(self) -> BaseException | None: ...
+
+    @abstractmethod
+    def upsert_memo(self, updates: Mapping[str, Any]) -> None: ...
 
     @abstractmethod
     def patched(self, patch_id: str, deprecated: bool) -> bool: ...
@@ -363,6 +431,12 @@ def memo() -> Mapping[str, Any]:
     return _runtime().memo()
 
 
+def upsert_memo(updates: Mapping[str, Any]) -> None:
+    """Change the run's memo: set each key to its value, remove the keys given None
+    (recorded as a ``WorkflowPropertiesModified`` event; ``workflow.memo()`` sees it)."""
+    _runtime().upsert_memo(updates)
+
+
 _NO_DEFAULT: Any = object()
 
 
@@ -427,6 +501,19 @@ def deprecate_patch(patch_id: str) -> None:
 def all_handlers_finished() -> bool:
     """Whether no signal or update handler is still running."""
     return _runtime().all_handlers_finished()
+
+
+#: Set in each update handler's task (and so in the tasks it starts): contextvars follow
+#: asyncio tasks, as in ``temporalio``.
+_current_update_info: contextvars.ContextVar[UpdateInfo] = contextvars.ContextVar(
+    "durable_current_update_info"
+)
+
+
+def current_update_info() -> UpdateInfo | None:
+    """The update being handled by the code calling this (in an update handler or a task
+    it started), or None elsewhere."""
+    return _current_update_info.get(None)
 
 
 # ---------------------------------------------------------------------------------------

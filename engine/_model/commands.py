@@ -274,12 +274,14 @@ class StartChildWorkflowExecution(Command):
 
 @dataclass
 class RequestCancelExternalWorkflowExecution(Command):
-    """Ask another (child) workflow to cancel."""
+    """Ask another workflow to cancel: a child of this run (``child_workflow_only``), or
+    any run through ``workflow.get_external_workflow_handle(...).cancel()``."""
 
     seq: int
     workflow_id: str
     run_id: str | None
     child_workflow_only: bool = True
+    reason: str = ""
     event_type = "RequestCancelExternalWorkflowExecutionInitiated"
 
     def matches(self, event_type: str, attrs: JsonDict) -> bool:
@@ -290,6 +292,50 @@ class RequestCancelExternalWorkflowExecution(Command):
     def describe(self) -> str:
         """Description."""
         return f"RequestCancelExternalWorkflowExecution(workflow id {self.workflow_id})"
+
+
+@dataclass
+class ModifyWorkflowProperties(Command):
+    """``workflow.upsert_memo``: memo fields set (a ``null`` payload removes one)."""
+
+    upserted_memo: dict[str, JsonDict]
+    event_type = "WorkflowPropertiesModified"
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """Same memo keys."""
+        fields = (attrs.get("upsertedMemo") or {}).get("fields") or {}
+        return event_type == self.event_type and set(fields) == set(self.upserted_memo)
+
+    def describe(self) -> str:
+        """Description."""
+        return f"ModifyWorkflowProperties(memo keys {sorted(self.upserted_memo)})"
+
+
+@dataclass
+class SignalExternalWorkflowExecution(Command):
+    """Signal another run (``workflow.get_external_workflow_handle(...).signal()``)."""
+
+    seq: int
+    workflow_id: str
+    run_id: str | None
+    signal_name: str
+    input: list[JsonDict]
+    event_type = "SignalExternalWorkflowExecutionInitiated"
+
+    def matches(self, event_type: str, attrs: JsonDict) -> bool:
+        """Same target workflow id and signal name."""
+        target = attrs.get("workflowExecution", {})
+        return (
+            event_type == self.event_type
+            and target.get("workflowId") == self.workflow_id
+            and attrs.get("signalName") == self.signal_name
+        )
+
+    def describe(self) -> str:
+        """Description."""
+        return (
+            f"SignalExternalWorkflowExecution({self.signal_name}, workflow id {self.workflow_id})"
+        )
 
 
 @dataclass
@@ -318,6 +364,8 @@ class CompleteUpdate(Command):
     update_id: str
     result: list[JsonDict] | None = None
     failure: JsonDict | None = None
+    #: The update's name (not recorded: for messages such as the payload-size refusal).
+    name: str = ""
     event_type = "WorkflowExecutionUpdateCompleted"
 
     def matches(self, event_type: str, attrs: JsonDict) -> bool:

@@ -5,14 +5,17 @@ definitions of this package from user classes and touch no running workflow."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
 from ..exceptions import InvalidArgumentError
 from .definitions import (
     ActivityDefinition,
     HandlerDefinition,
+    HandlerUnfinishedPolicy,
     WorkflowDefinition,
+    check_dynamic_handler,
+    check_dynamic_run,
     set_workflow_definition,
     type_hints,
 )
@@ -31,7 +34,11 @@ def defn(cls: C) -> C: ...
 
 @overload
 def defn(
-    *, name: str | None = None, sandboxed: bool = True, dynamic: bool = False
+    *,
+    name: str | None = None,
+    sandboxed: bool = True,
+    dynamic: bool = False,
+    failure_exception_types: Sequence[type[BaseException]] = (),
 ) -> Callable[[C], C]: ...
 
 
@@ -41,21 +48,39 @@ def defn(
     name: str | None = None,
     sandboxed: bool = True,
     dynamic: bool = False,
+    failure_exception_types: Sequence[type[BaseException]] = (),
 ) -> C | Callable[[C], C]:
     """Mark a class as a workflow definition. ``name`` defaults to the class name.
 
+    ``dynamic=True`` (``name`` is then ignored, as in temporalio) makes it the workflow
+    its worker runs for every type it has no definition of: the run method takes one
+    ``Sequence[RawValue]`` and ``workflow.info().workflow_type`` says which type it runs.
+    ``failure_exception_types``: exception types that, raised out of the workflow's code,
+    fail the run (or, out of an update handler, the update) instead of failing the workflow
+    task and retrying it, as in temporalio (``[Exception]`` fails the run on any error).
     ``sandboxed`` is accepted for compatibility and ignored: there is no import sandbox;
     determinism is enforced by the event loop and by replay.
     """
+    types = tuple(failure_exception_types)
+    for t in types:
+        if not (isinstance(t, type) and issubclass(t, BaseException)):
+            raise InvalidArgumentError(
+                f"failure_exception_types takes exception classes, not {t!r}"
+            )
 
     def decorate(c: C) -> C:
-        _build_definition(c, name or c.__name__)
+        _build_definition(c, c.__name__ if dynamic else (name or c.__name__), dynamic, types)
         return c
 
     return decorate(cls) if cls is not None else decorate
 
 
-def _build_definition(cls: type, name: str) -> None:
+def _build_definition(
+    cls: type,
+    name: str,
+    dynamic: bool = False,
+    failure_exception_types: tuple[type[BaseException], ...] = (),
+) -> None:
     run_fn: Callable[..., Any] | None = None
     handlers: dict[str, dict[str | None, HandlerDefinition]] = {
         "signal": {},
@@ -80,6 +105,8 @@ def _build_definition(cls: type, name: str) -> None:
         )
     init = cls.__dict__.get("__init__")
     arg_types, return_type = type_hints(run_fn, skip_self=True)
+    if dynamic:
+        check_dynamic_run("workflow", arg_types)
     set_workflow_definition(
         cls,
         WorkflowDefinition(
@@ -92,6 +119,8 @@ def _build_definition(cls: type, name: str) -> None:
             init_takes_args=bool(init is not None and getattr(init, _INIT, False)),
             arg_types=arg_types,
             return_type=return_type,
+            dynamic=dynamic,
+            failure_exception_types=failure_exception_types,
         ),
     )
 
@@ -114,17 +143,21 @@ def _handler_decorator(kind: str) -> Callable[..., Any]:
         *,
         name: str | None = None,
         dynamic: bool = False,
+        unfinished_policy: HandlerUnfinishedPolicy = HandlerUnfinishedPolicy.WARN_AND_ABANDON,
         **_ignored: Any,
     ) -> Any:
         def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
             handler_name = None if dynamic else (name or f.__name__)
             arg_types, _ = type_hints(f, skip_self=True)
+            vararg = dynamic and check_dynamic_handler(kind, f, arg_types, is_method=True)
             handler = HandlerDefinition(
                 name=handler_name,
                 fn=f,
                 is_async=inspect.iscoroutinefunction(f),
                 kind=kind,
                 arg_types=arg_types,
+                unfinished_policy=HandlerUnfinishedPolicy(unfinished_policy),
+                dynamic_vararg=vararg,
             )
             setattr(f, _HANDLER, handler)
             if kind == "update":
@@ -153,14 +186,26 @@ def definition_name(fn_or_cls: Any) -> str:
     """The workflow type name of a workflow class or its run method, or a string as is."""
     if isinstance(fn_or_cls, str):
         return fn_or_cls
-    return WorkflowDefinition.of(fn_or_cls).name
+    defn = WorkflowDefinition.of(fn_or_cls)
+    if defn.dynamic:
+        raise InvalidArgumentError(
+            f"{defn.name} is a dynamic workflow: it has no type of its own; start or call "
+            "the workflow by its type name (a string)"
+        )
+    return defn.name
 
 
 def activity_name(fn: Any) -> str:
     """The activity type name of an activity function, or a string as is."""
     if isinstance(fn, str):
         return fn
-    return ActivityDefinition.of(fn).name
+    defn = ActivityDefinition.of(fn)
+    if defn.dynamic:
+        raise InvalidArgumentError(
+            f"{defn.name} is a dynamic activity: it has no type of its own; call the "
+            "activity by its type name (a string)"
+        )
+    return defn.name
 
 
 def handler_name(fn: Any, kind: str) -> str:

@@ -4,14 +4,49 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
 
+from ..common import RawValue
 from ..exceptions import InvalidArgumentError
 
 _WF_ATTR = "__durable_workflow_definition__"
 _ACT_ATTR = "__durable_activity_definition__"
+
+
+class HandlerUnfinishedPolicy(Enum):
+    """What happens to a signal or update handler still running when the run closes
+    (Temporal's names): ``WARN_AND_ABANDON`` (the default) abandons it and issues an
+    :class:`~engine.workflow.UnfinishedUpdateHandlersWarning` or
+    :class:`~engine.workflow.UnfinishedSignalHandlersWarning`; ``ABANDON`` abandons it
+    quietly. Either way, a client waiting on an abandoned update gets an error."""
+
+    WARN_AND_ABANDON = 1
+    ABANDON = 2
+
+
+@dataclass(frozen=True)
+class UpdateInfo:
+    """The update whose handler is running (``workflow.current_update_info()``)."""
+
+    id: str
+    name: str
+
+
+class UnfinishedUpdateHandlersWarning(RuntimeWarning):
+    """The run closed while update handlers were still running (their callers get an
+    error instead of a result). Wait for them with
+    ``workflow.wait_condition(workflow.all_handlers_finished)``, or silence this with
+    ``@workflow.update(unfinished_policy=HandlerUnfinishedPolicy.ABANDON)``."""
+
+
+class UnfinishedSignalHandlersWarning(RuntimeWarning):
+    """The run closed while signal handlers were still running. Wait for them with
+    ``workflow.wait_condition(workflow.all_handlers_finished)``, or silence this with
+    ``@workflow.signal(unfinished_policy=HandlerUnfinishedPolicy.ABANDON)``."""
 
 
 @dataclass
@@ -24,6 +59,13 @@ class HandlerDefinition:
     kind: str  # "signal" | "query" | "update"
     validator: Callable[..., Any] | None = None
     arg_types: list[Any] = field(default_factory=list)
+    unfinished_policy: HandlerUnfinishedPolicy = HandlerUnfinishedPolicy.WARN_AND_ABANDON
+    #: False for a handler set at run time (``workflow.set_signal_handler``): a plain
+    #: callable, called as it is, not a method looked up on the workflow object.
+    is_method: bool = True
+    #: A dynamic signal or query handler of the older form ``(self, name, *args)``: called
+    #: with the decoded arguments spread out, not with a sequence of raw values.
+    dynamic_vararg: bool = False
 
 
 @dataclass
@@ -39,6 +81,12 @@ class WorkflowDefinition:
     init_takes_args: bool
     arg_types: list[Any]
     return_type: Any
+    #: ``@workflow.defn(failure_exception_types=[...])``: exceptions (besides Temporal's
+    #: failures) that fail the run, or the update, instead of the workflow task.
+    failure_exception_types: tuple[type[BaseException], ...] = ()
+    #: ``@workflow.defn(dynamic=True)``: runs every workflow type its worker has no
+    #: definition of; its run method takes one ``Sequence[RawValue]``.
+    dynamic: bool = False
 
     @staticmethod
     def of(cls_or_fn: Any) -> WorkflowDefinition:
@@ -64,6 +112,9 @@ class ActivityDefinition:
     #: ``@activity.defn(no_thread_cancel_exception=True)``: a plain-function activity's
     #: heartbeat never raises the cancellation (it polls ``activity.is_cancelled()``).
     no_thread_cancel_exception: bool = False
+    #: ``@activity.defn(dynamic=True)``: runs every activity type its worker has no
+    #: definition of; it takes one ``Sequence[RawValue]``.
+    dynamic: bool = False
 
     @staticmethod
     def of(fn: Any) -> ActivityDefinition:
@@ -86,7 +137,71 @@ class ActivityDefinition:
             arg_types=arg_types,
             return_type=return_type,
             no_thread_cancel_exception=defn.no_thread_cancel_exception,
+            dynamic=defn.dynamic,
         )
+
+
+D = TypeVar("D", WorkflowDefinition, ActivityDefinition)
+
+
+def find_definition(definitions: Mapping[str, D], type_name: str) -> D | None:
+    """The definition a worker runs ``type_name`` with: the one registered for that name,
+    else its dynamic one (as temporalio's worker), else None."""
+    defn = definitions.get(type_name)
+    if defn is not None and not defn.dynamic:
+        return defn
+    return next((d for d in definitions.values() if d.dynamic), None)
+
+
+def check_one_dynamic(definitions: Mapping[str, D], new: D, what: str) -> None:
+    """Refuse a second dynamic workflow or activity on one worker (temporalio does too)."""
+    if new.dynamic and any(d.dynamic and d.name != new.name for d in definitions.values()):
+        raise InvalidArgumentError(
+            f"More than one dynamic {what}: a worker runs unknown types with at most one"
+        )
+
+
+def _is_raw_values(hint: Any) -> bool:
+    return hint in (Sequence[RawValue], typing.Sequence[RawValue])
+
+
+def check_dynamic_run(what: str, arg_types: list[Any]) -> None:
+    """A dynamic workflow's run method or a dynamic activity takes one
+    ``Sequence[RawValue]`` (annotated so), as temporalio requires."""
+    if len(arg_types) != 1 or not _is_raw_values(arg_types[0]):
+        raise InvalidArgumentError(
+            f"Dynamic {what} must accept a single Sequence[engine.common.RawValue]"
+        )
+
+
+def check_dynamic_handler(
+    kind: str, fn: Callable[..., Any], arg_types: list[Any], *, is_method: bool
+) -> bool:
+    """Check a dynamic handler's parameters as temporalio does: ``(name: str, args:
+    Sequence[RawValue])``, after ``self`` for a method. True for the older signal or query
+    form ``(name, *args)`` (allowed with a deprecation warning); an update may not use it."""
+    params = list(inspect.signature(fn).parameters.values())[1 if is_method else 0 :]
+    if (
+        len(params) == 2
+        and params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        and params[1].kind is inspect.Parameter.VAR_POSITIONAL
+    ):
+        if kind == "update":
+            raise InvalidArgumentError(
+                "Dynamic updates do not support a vararg third param, use Sequence[RawValue]"
+            )
+        warnings.warn(
+            f"Dynamic {kind}s with vararg third param is deprecated, use Sequence[RawValue]",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        return True
+    if len(arg_types) != 2 or arg_types[0] is not str or not _is_raw_values(arg_types[1]):
+        raise InvalidArgumentError(
+            "Dynamic handler must have 3 arguments: self, str, and Sequence[RawValue] "
+            "(a handler set at run time: str and Sequence[RawValue])"
+        )
+    return False
 
 
 def is_async_callable(fn: Any) -> bool:

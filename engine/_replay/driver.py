@@ -12,6 +12,7 @@ activated for real and its commands are returned.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +24,7 @@ from ..exceptions import NondeterminismError
 from . import jobs as j
 from .instance import WorkflowInstance
 from .jobs import Job
+from .local_activities import resolution_of
 from .versioning import PATCH_MARKER
 
 _ACTIVITY_RESOLUTIONS = {
@@ -35,6 +37,15 @@ _ACTIVITY_RESOLUTIONS = {
 
 #: Events that end the command events of a completed workflow task.
 _TASK_BOUNDARY = frozenset({"WorkflowTaskScheduled", "WorkflowTaskStarted"})
+#: How a signal or cancel request to another run ended (each names its initiated event).
+_EXTERNAL_RESOLUTIONS = frozenset(
+    {
+        "ExternalWorkflowExecutionSignaled",
+        "SignalExternalWorkflowExecutionFailed",
+        "ExternalWorkflowExecutionCancelRequested",
+        "RequestCancelExternalWorkflowExecutionFailed",
+    }
+)
 
 
 _CHILD_START_EVENTS = frozenset(
@@ -64,6 +75,10 @@ class HistoryDriver:
         self._jobs: list[Job] = []
         self._unmatched: list[cmd.Command] = []
         self._awaiting_completion = False
+        #: The ``WorkflowTaskStarted`` of the live task being worked on (its activations
+        #: for local activities' outcomes have its time).
+        self._live_started: HistoryEvent | None = None
+        self._live_activations = 0
         self._matching = False
         self._last_completed: HistoryEvent | None = None
         #: Called when a command is matched with its recorded event; for the stepper.
@@ -125,6 +140,8 @@ class HistoryDriver:
                     produced = self._activate(event, replaying=False)
                     self._unmatched = list(produced)
                     self._awaiting_completion = True
+                    self._live_started = event
+                    self._live_activations = 0
                 elif following.event_type == "WorkflowTaskCompleted":
                     upcoming = list(events[i + 2 :]) + list(future)
                     self._unmatched = self._activate(event, replaying=True, upcoming=upcoming)
@@ -136,6 +153,28 @@ class HistoryDriver:
                 self.instance.note_recorded_flags(metadata.get("coreUsedFlags") or ())
             else:
                 self._collect_job(event)
+        return produced
+
+    def resolve_local_activities(
+        self, outcomes: Sequence[j.ResolveLocalActivity]
+    ) -> list[cmd.Command]:
+        """The worker ran the local activities the live task asked for: apply their
+        outcomes in one more activation of the same task; its commands (to add to the
+        task's)."""
+        started = self._live_started
+        assert started is not None, "no live workflow task to resolve local activities in"
+        attrs = started.attributes
+        self._live_activations += 1
+        index = self._live_activations
+        produced = self.instance.activate(
+            [dataclasses.replace(o, activation_index=index) for o in outcomes],
+            now=started.event_time,
+            replaying=False,
+            history_length=started.event_id,
+            history_size=int(attrs.get("historySizeBytes", 0) or 0),
+            suggest_continue_as_new=bool(attrs.get("suggestContinueAsNew", False)),
+        )
+        self._unmatched.extend(produced)
         return produced
 
     def apply_pending(self, now: float) -> None:
@@ -166,6 +205,7 @@ class HistoryDriver:
         upcoming: Sequence[HistoryEvent] = (),
     ) -> list[cmd.Command]:
         patches: list[Job] = []  # first, as Temporal orders them: before any code runs
+        markers: list[j.ResolveLocalActivity] = []  # local activities' recorded outcomes
         jobs, self._jobs = self._jobs, []
         for event in upcoming:
             if event.event_type in _TASK_BOUNDARY:
@@ -173,6 +213,9 @@ class HistoryDriver:
             patch_id = _patch_id(event, self.instance.converter)
             if patch_id is not None:
                 patches.append(j.NotifyHasPatch(patch_id))
+            local = resolution_of(event)
+            if local is not None:
+                markers.append(local)
             if event.event_type == "WorkflowExecutionUpdateAccepted":
                 # Replay: the task ran this update's handler (its validator passed then).
                 accepted = event.attributes
@@ -189,6 +232,8 @@ class HistoryDriver:
                 )
         if patches:
             jobs = patches + jobs
+        if markers:
+            self.instance.note_local_markers(markers)
         attrs = started.attributes
         if self.on_activation is not None:
             self.on_activation(started, replaying)
@@ -225,6 +270,15 @@ class HistoryDriver:
             if seq is None:
                 return
             job = j.FireTimer(seq)
+        elif kind in _EXTERNAL_RESOLUTIONS:
+            seq = self.instance.external_seq(int(attrs.get("initiatedEventId", 0)))
+            if seq is None:
+                return
+            failed = kind.endswith("Failed")
+            if kind.startswith("Signal") or kind == "ExternalWorkflowExecutionSignaled":
+                job = j.ResolveSignalExternalWorkflow(seq, event, failed)
+            else:
+                job = j.ResolveRequestCancelExternalWorkflow(seq, event, failed)
         elif kind == "WorkflowExecutionSignaled":
             job = j.SignalWorkflow(
                 attrs.get("signalName", ""), (attrs.get("input") or {}).get("payloads")
@@ -300,6 +354,11 @@ class HistoryDriver:
             self.instance.activity_scheduled(command.seq, event.event_id)
         elif isinstance(command, cmd.StartChildWorkflowExecution):
             self.instance.child_initiated(command.seq, event.event_id)
+        elif isinstance(
+            command,
+            cmd.SignalExternalWorkflowExecution | cmd.RequestCancelExternalWorkflowExecution,
+        ):
+            self.instance.external_initiated(command.seq, event.event_id)
         if self.on_recorded is not None:
             self.on_recorded(command, event)
 

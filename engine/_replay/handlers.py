@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 import linecache
 import logging
 import os
+import warnings
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from .. import workflow
 from .._model import commands as cmd
-from .._model.definitions import WorkflowDefinition
+from .._model.definitions import (
+    HandlerDefinition,
+    HandlerUnfinishedPolicy,
+    WorkflowDefinition,
+    callable_hints,
+    check_dynamic_handler,
+    is_async_callable,
+)
+from ..common import RawValue
 from ..converter import DataConverter
 from ..exceptions import (
-    ApplicationError,
     CancelledError,
-    FailureError,
     InvalidArgumentError,
 )
 from .jobs import DoUpdate, SignalWorkflow
@@ -42,10 +53,107 @@ class MessageHandlers:
     _commands: list[cmd.Command]
     _handlers_running: int
     _callback_error: BaseException | None
-    _handler_failure: FailureError | None
+    _handler_failure: BaseException | None
+    is_failure_exception: Callable[[BaseException], bool]
     _rejections: list[tuple[str, JsonDict]]
+    #: Handlers running now, for the unfinished-handler warnings: update id -> (name,
+    #: policy); a signal's number in this run -> (name, policy).
+    _running_updates: dict[str, tuple[str, HandlerUnfinishedPolicy]]
+    _running_signals: dict[int, tuple[str, HandlerUnfinishedPolicy]]
+    _signal_seq: int
+    _info: workflow.Info | None
+    #: The run's handlers by name (None: the dynamic one): its class's at first, then as
+    #: workflow code sets and removes them (``workflow.set_signal_handler``, ...).
+    _signals: dict[str | None, HandlerDefinition]
+    _queries: dict[str | None, HandlerDefinition]
+    _updates: dict[str | None, HandlerDefinition]
+    #: Signals that came when no handler could take them, by name, in their order: given
+    #: to the handler set for them later (temporalio buffers them the same way).
+    _buffered_signals: dict[str, list[SignalWorkflow]]
 
     create_task: Callable[..., asyncio.Task[Any]]  # the event loop's
+
+    def __init__(self) -> None:
+        self._signals = dict(self.defn.signals)
+        self._queries = dict(self.defn.queries)
+        self._updates = dict(self.defn.updates)
+        self._buffered_signals = {}
+        super().__init__()
+
+    # -- handlers set at run time ---------------------------------------------------------
+
+    def _table(self, kind: str) -> dict[str | None, HandlerDefinition]:
+        return {"signal": self._signals, "query": self._queries, "update": self._updates}[kind]
+
+    def get_handler(self, kind: str, name: str | None) -> Callable[..., Any] | None:
+        """The ``kind`` handler for ``name`` (None: the dynamic one), bound to the workflow
+        object if it is a method; None when there is none (no fallback to the dynamic one
+        for a name, as in temporalio)."""
+        handler = self._table(kind).get(name)
+        return None if handler is None else self._callable(handler)
+
+    def set_handler(
+        self,
+        kind: str,
+        name: str | None,
+        fn: Callable[..., Any] | None,
+        validator: Callable[..., Any] | None = None,
+    ) -> None:
+        """Set (``fn`` None: remove) the ``kind`` handler for ``name`` (None: the dynamic
+        one), replacing a decorated one. Setting a signal handler hands it, in order, the
+        buffered signals it takes: those of its name, or all of them for a dynamic one."""
+        table = self._table(kind)
+        if fn is None:
+            table.pop(name, None)
+            return
+        if validator is not None and inspect.iscoroutinefunction(validator):
+            raise ValueError("Update validator must not be an async function")
+        arg_types, _ = callable_hints(fn)
+        handler = HandlerDefinition(
+            name=name,
+            fn=fn,
+            is_async=is_async_callable(fn),
+            kind=kind,
+            validator=validator,
+            arg_types=arg_types,
+            is_method=False,
+            dynamic_vararg=name is None
+            and check_dynamic_handler(kind, fn, arg_types, is_method=False),
+        )
+        table[name] = handler
+        if kind != "signal":
+            return
+        if name is not None:
+            buffered = self._buffered_signals.pop(name, [])
+        else:
+            buffered = [job for jobs in self._buffered_signals.values() for job in jobs]
+            self._buffered_signals.clear()
+        for job in buffered:
+            self._deliver_signal(handler, job)
+
+    def _callable(self, handler: HandlerDefinition) -> Callable[..., Any]:
+        if not handler.is_method:
+            return handler.fn
+        return getattr(self._object, handler.fn.__name__)  # type: ignore[no-any-return]
+
+    def _handler_args(
+        self, handler: HandlerDefinition, name: str, payloads: list[JsonDict] | None
+    ) -> list[Any]:
+        """A handler's arguments: decoded by its hints; for a dynamic one the name and the
+        arguments as raw values (or spread out, decoded, for the older ``*args`` form)."""
+        if handler.name is not None:
+            return self.converter.from_payloads_json(payloads, handler.arg_types)
+        if handler.dynamic_vararg:
+            return [name, *self.converter.from_payloads_json(payloads, handler.arg_types[1:])]
+        raw = self.converter.from_payloads_json(payloads, [RawValue] * len(payloads or []))
+        return [name, raw]
+
+    def start_args(self, payloads: list[JsonDict] | None) -> list[Any]:
+        """The run method's arguments: decoded by its hints, or for a dynamic workflow one
+        sequence of raw values."""
+        if not self.defn.dynamic:
+            return self.converter.from_payloads_json(payloads, self.defn.arg_types)
+        return [self.converter.from_payloads_json(payloads, [RawValue] * len(payloads or []))]
 
     # -- updates ------------------------------------------------------------------------
 
@@ -55,68 +163,98 @@ class MessageHandlers:
         return rejections
 
     def _apply_do_update(self, job: DoUpdate) -> None:
-        update_id, name = job.update_id, job.name
-        replaying = job.replay
-        handler = self.defn.updates.get(name) or self.defn.updates.get(None)
-        if handler is None:
-            known = ", ".join(sorted(n for n in self.defn.updates if n)) or "none"
-            err = ApplicationError(
-                f"workflow {self.defn.name} has no update handler {name!r} (it has: {known})",
-                type="UnknownUpdate",
-            )
-            if replaying:
-                raise WorkflowTaskError(err)
-            self._rejections.append((update_id, self.converter.to_failure(err)))
-            return
-        payloads = job.input
-        if handler.name is None:
-            args = [name, *self.converter.from_payloads_json(payloads, None)]
-        else:
-            args = self.converter.from_payloads_json(payloads, handler.arg_types)
-        if not replaying and handler.validator is not None:
-            try:
-                handler.validator(self._object, *args)
-            except Exception as err:  # refused before anything is recorded
-                self._rejections.append((update_id, self.converter.to_failure(err)))
-                return
-        self._commands.append(cmd.AcceptUpdate(update_id, name, list(payloads), job.identity))
-        bound = getattr(self._object, handler.fn.__name__)
+        # As in temporalio, everything happens in the update's own task, so its accepted
+        # and completed events are ordered among the commands of the run's other tasks as
+        # Temporal records them: the completion straight after the handler returns,
+        # before code that the return unblocks runs.
         self._handlers_running += 1
-        if handler.is_async:
-            task = self.create_task(bound(*args), name=f"update:{name}")
-            task.add_done_callback(lambda t: self._update_done(update_id, t))
-            return
+        self.create_task(self._run_update(job), name=f"update:{job.name}")
+
+    async def _run_update(self, job: DoUpdate) -> None:
+        update_id, name = job.update_id, job.name
+        workflow._current_update_info.set(workflow.UpdateInfo(update_id, name))
+        accepted = False
         try:
-            value = bound(*args)
-        except FailureError as err:
-            self._finish_update(update_id, None, err)
-        except Exception as err:
-            raise WorkflowTaskError(err) from err
-        else:
-            self._finish_update(update_id, value, None)
-
-    def _update_done(self, update_id: str, task: asyncio.Task[Any]) -> None:
-        if task.cancelled():
-            self._finish_update(update_id, None, CancelledError("update handler cancelled"))
-            return
-        exc = task.exception()
-        if exc is None:
-            self._finish_update(update_id, task.result(), None)
-        elif isinstance(exc, FailureError):
-            self._finish_update(update_id, None, exc)
-        else:
-            self._handlers_running -= 1
-            self._callback_error = exc  # not a failure: the workflow task fails
-
-    def _finish_update(self, update_id: str, value: Any, err: BaseException | None) -> None:
-        self._handlers_running -= 1
-        if err is not None:
+            handler = self._updates.get(name) or self._updates.get(None)
+            if handler is None:
+                known = " ".join(sorted(n for n in self._updates if n))
+                raise RuntimeError(
+                    f"workflow {self.defn.name} has no update handler {name!r} and no "
+                    f"dynamic one (its update handlers: [{known}])"
+                )
+            self._running_updates[update_id] = (name, handler.unfinished_policy)
+            args = self._handler_args(handler, name, job.input)
+            if not job.replay and handler.validator is not None:
+                if handler.is_method:
+                    handler.validator(self._object, *args)
+                else:
+                    handler.validator(*args)
+            self._commands.append(cmd.AcceptUpdate(update_id, name, list(job.input), job.identity))
+            accepted = True
+            value = self._callable(handler)(*args)
+            if handler.is_async:
+                value = await value
             self._commands.append(
-                cmd.CompleteUpdate(update_id, failure=self.converter.to_failure(err))
+                cmd.CompleteUpdate(
+                    update_id, result=self.converter.to_payloads_json([value]), name=name
+                )
             )
-        else:
-            self._commands.append(
-                cmd.CompleteUpdate(update_id, result=self.converter.to_payloads_json([value]))
+        except (Exception, asyncio.CancelledError) as err:
+            if isinstance(err, asyncio.CancelledError):
+                err = CancelledError(f"update {name!r} was cancelled")
+            if not accepted:
+                if job.replay:  # the recorded run accepted it: this code does not
+                    self._callback_error = err
+                else:  # refused before anything is recorded
+                    self._rejections.append((update_id, self.converter.to_failure(err)))
+            elif self.is_failure_exception(err):
+                self._commands.append(
+                    cmd.CompleteUpdate(update_id, failure=self.converter.to_failure(err), name=name)
+                )
+            else:
+                self._callback_error = err  # not a failure: the workflow task fails
+        finally:
+            self._handlers_running -= 1
+            self._running_updates.pop(update_id, None)
+
+    def warn_unfinished_handlers(self) -> None:
+        """The run closes: warn about handlers still running whose policy says so."""
+        if not self._running_updates and not self._running_signals:
+            return
+        updates = [
+            {"name": name, "id": update_id}
+            for update_id, (name, policy) in self._running_updates.items()
+            if policy == HandlerUnfinishedPolicy.WARN_AND_ABANDON
+        ]
+        if updates:
+            warnings.warn(
+                workflow.UnfinishedUpdateHandlersWarning(
+                    f"[TMPRL1102] workflow {self.workflow_id} ({self.defn.name}) closed with "
+                    f"update handlers still running: {json.dumps(updates)}. Their callers "
+                    "get an error, not a result. Wait for them before returning (await "
+                    "workflow.wait_condition(workflow.all_handlers_finished)), or pass "
+                    "unfinished_policy=HandlerUnfinishedPolicy.ABANDON to @workflow.update "
+                    "if abandoning them is intended."
+                ),
+                stacklevel=2,
+            )
+        signals = Counter(
+            name
+            for name, policy in self._running_signals.values()
+            if policy == HandlerUnfinishedPolicy.WARN_AND_ABANDON
+        )
+        if signals:
+            listed = [{"name": n, "count": c} for n, c in signals.most_common()]
+            warnings.warn(
+                workflow.UnfinishedSignalHandlersWarning(
+                    f"[TMPRL1102] workflow {self.workflow_id} ({self.defn.name}) closed with "
+                    f"signal handlers still running: {json.dumps(listed)}. Wait for them "
+                    "before returning (await workflow.wait_condition("
+                    "workflow.all_handlers_finished)), or pass unfinished_policy="
+                    "HandlerUnfinishedPolicy.ABANDON to @workflow.signal if abandoning them "
+                    "is intended."
+                ),
+                stacklevel=2,
             )
 
     # -- queries ------------------------------------------------------------------------
@@ -132,9 +270,9 @@ class MessageHandlers:
             return self.converter.to_payloads_json([self.stack_trace()])
         if name == METADATA_QUERY:
             return self.converter.to_payloads_json([self.workflow_metadata()])
-        handler = self.defn.queries.get(name) or self.defn.queries.get(None)
+        handler = self._queries.get(name) or self._queries.get(None)
         if handler is None:
-            known = ", ".join(sorted(n for n in self.defn.queries if n)) or "none"
+            known = ", ".join(sorted(n for n in self._queries if n)) or "none"
             raise InvalidArgumentError(
                 f"workflow {self.defn.name} has no query handler {name!r} (it has: {known})"
             )
@@ -143,11 +281,8 @@ class MessageHandlers:
                 f"query handler {name!r} of {self.defn.name} is 'async def': query handlers "
                 "must be plain methods that only read state"
             )
-        if handler.name is None:
-            args = [name, *self.converter.from_payloads_json(payloads, None)]
-        else:
-            args = self.converter.from_payloads_json(payloads, handler.arg_types)
-        bound = getattr(self._object, handler.fn.__name__)
+        args = self._handler_args(handler, name, payloads)
+        bound = self._callable(handler)
         previous = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(self)  # type: ignore[arg-type]
         try:
@@ -171,10 +306,10 @@ class MessageHandlers:
             return [{"name": n} for n in names]
 
         definition: JsonDict = {
-            "type": self.defn.name,
-            "queryDefinitions": named(self.defn.queries, (STACK_TRACE_QUERY, METADATA_QUERY)),
-            "signalDefinitions": named(self.defn.signals),
-            "updateDefinitions": named(self.defn.updates),
+            "type": self.defn.name if self._info is None else self._info.workflow_type,
+            "queryDefinitions": named(self._queries, (STACK_TRACE_QUERY, METADATA_QUERY)),
+            "signalDefinitions": named(self._signals),
+            "updateDefinitions": named(self._updates),
         }
         metadata: JsonDict = {"definition": definition}
         details = self.current_details()  # type: ignore[attr-defined]
@@ -185,43 +320,51 @@ class MessageHandlers:
     # -- signals ------------------------------------------------------------------------
 
     def _apply_signal_workflow(self, job: SignalWorkflow) -> None:
+        name = job.signal_name
+        handler = self._signals.get(name) or self._signals.get(None)
+        if handler is None:  # kept for a handler set later
+            self._buffered_signals.setdefault(name, []).append(job)
+            return
+        self._deliver_signal(handler, job)
+
+    def _deliver_signal(self, handler: HandlerDefinition, job: SignalWorkflow) -> None:
+        # Each signal runs in a task of its own, sync handlers too (as in temporalio), so
+        # its commands fall among the other tasks' in the order Temporal records them.
+        name = job.signal_name
+        self._handlers_running += 1
+        self._signal_seq += 1
+        seq = self._signal_seq
+        self._running_signals[seq] = (name, handler.unfinished_policy)
+        self.create_task(self._run_signal(seq, handler, job), name=f"signal:{name}")
+
+    async def _run_signal(self, seq: int, handler: HandlerDefinition, job: SignalWorkflow) -> None:
         name, payloads = job.signal_name, job.input
-        handler = self.defn.signals.get(name) or self.defn.signals.get(None)
-        if handler is None:
-            log.warning(
-                "workflow %s (%s) has no signal handler %r; the signal is dropped",
+        try:
+            args = self._handler_args(handler, name, payloads)
+        except Exception:
+            log.exception(
+                "workflow %s (%s): the input of signal %r cannot be decoded; the signal is dropped",
                 self.workflow_id,
                 self.defn.name,
                 name,
             )
+            self._handlers_running -= 1
+            self._running_signals.pop(seq, None)
             return
-        hints = handler.arg_types
-        if handler.name is None:
-            args = [name, *self.converter.from_payloads_json(payloads, None)]
-        else:
-            args = self.converter.from_payloads_json(payloads, hints)
-        bound = getattr(self._object, handler.fn.__name__)
-        if handler.is_async:
-            self._handlers_running += 1
-            task = self.create_task(bound(*args), name=f"signal:{name}")
-            task.add_done_callback(self._handler_done)
-        else:
-            try:
-                bound(*args)
-            except FailureError as err:
-                self._handler_failure = err  # fails the run, as from the main method
-            except Exception as err:
-                raise WorkflowTaskError(err) from err
-
-    def _handler_done(self, task: asyncio.Task[Any]) -> None:
-        self._handlers_running -= 1
-        if not task.cancelled() and task.exception() is not None:
-            exc = task.exception()
-            assert exc is not None
-            if isinstance(exc, FailureError):
-                self._handler_failure = exc  # a failure in a handler fails the run
+        try:
+            result = self._callable(handler)(*args)
+            if handler.is_async:
+                await result
+        except asyncio.CancelledError:
+            pass
+        except Exception as err:
+            if self.is_failure_exception(err):
+                self._handler_failure = err  # a failure in a handler fails the run
             else:
-                self._callback_error = exc
+                self._callback_error = err  # not a failure: the workflow task fails
+        finally:
+            self._handlers_running -= 1
+            self._running_signals.pop(seq, None)
 
 
 STACK_TRACE_QUERY = "__stack_trace"

@@ -65,5 +65,6 @@ def info_from_start(
         typed_search_attributes={},
         workflow_id=inst.workflow_id,
         workflow_start_time=datetime.fromtimestamp(start_time, UTC),
-        workflow_type=inst.defn.name,
+        # The type the run was started as: a dynamic workflow runs types not its own.
+        workflow_type=str((attrs.get("workflowType") or {}).get("name") or inst.defn.name),
     )

@@ -25,7 +25,6 @@ from .._model import commands as cmd
 from .._model.definitions import WorkflowDefinition
 from ..common import (
     ActivityCancellationType,
-    ChildWorkflowCancellationType,
     RetryPolicy,
 )
 from ..converter import DataConverter
@@ -33,8 +32,8 @@ from ..exceptions import (
     ActivityError,
     CancelledError,
     FailureError,
+    InvalidArgumentError,
     RetryState,
-    WorkflowAlreadyStartedError,
     is_cancelled_exception,
 )
 from . import jobs as j
@@ -42,25 +41,13 @@ from . import snapshot as snap
 from .handlers import MessageHandlers, WorkflowTaskError
 from .info import info_from_start
 from .jobs import Job
+from .local_activities import LocalActivities, _PendingLocal
 from .loop import DeterministicLoop
+from .other_runs import OtherRuns, _PendingChild, _PendingExternal, until_resolved
 from .versioning import Versioning
 
 log = logging.getLogger("engine.workflow")
 JsonDict = dict[str, Any]
-
-
-@dataclass
-class _PendingChild:
-    seq: int
-    command: cmd.StartChildWorkflowExecution
-    started: asyncio.Future[None]
-    result: asyncio.Future[Any]
-    cancellation_type: ChildWorkflowCancellationType
-    result_type: Any
-    initiated_event_id: int | None = None
-    started_event_id: int | None = None
-    run_id: str | None = None
-    cancel_sent: bool = False
 
 
 @dataclass
@@ -74,7 +61,9 @@ class _PendingActivity:
     cancel_sent: bool = False
 
 
-class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
+class WorkflowInstance(
+    MessageHandlers, OtherRuns, LocalActivities, DeterministicLoop, workflow._Runtime
+):
     """One run's workflow object driven by activations. Not thread-safe: one at a time."""
 
     def __init__(
@@ -102,13 +91,27 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         self._external_seq = 0
         self._children: dict[int, _PendingChild] = {}
         self._children_by_event: dict[int, int] = {}
+        self._externals: dict[int, _PendingExternal] = {}
+        self._locals: dict[int, _PendingLocal] = {}
+        self._local_requests: list[j.LocalActivityRequest] = []
+        self._local_markers: dict[int, j.ResolveLocalActivity] = {}
+        self._replayed_locals: list[j.ResolveLocalActivity] = []
+        self._externals_by_event: dict[int, int] = {}
         self._conditions: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
         self._handlers_running = 0
         self._cancel_requested = False
         self._main: asyncio.Task[Any] | None = None
-        self._handler_failure: FailureError | None = None
+        self._handler_failure: BaseException | None = None
         self._rejections: list[tuple[str, JsonDict]] = []
+        self._running_updates: dict[str, tuple[str, Any]] = {}
+        self._running_signals: dict[int, tuple[str, Any]] = {}
+        self._signal_seq = 0
         self._object: Any = None
+        self._start_args: list[Any] | None = None
+        self._start_attrs: JsonDict = {}
+        #: Exceptions that fail the run (besides Temporal's failures): the definition's
+        #: ``failure_exception_types`` and the worker's ``workflow_failure_exception_types``.
+        self.failure_types: tuple[type[BaseException], ...] = tuple(defn.failure_exception_types)
         self._info: workflow.Info | None = None
         self._rng: _random.Random | None = None  # made on first use (most runs never ask)
         self._details = ""
@@ -147,13 +150,46 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         previous = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(self)
         try:
-            appliers = _APPLIERS
+            # Temporal's Python SDK applies an activation's jobs in three batches and runs
+            # the code after each: patches, then signals and updates, then the rest (the
+            # start, timers, results, cancellation). The order of the commands, and so of
+            # the history, follows from it.
+            batches: tuple[list[Job], list[Job], list[Job]] = ([], [], [])
             for job in jobs:
-                apply = appliers.get(type(job))
-                if apply is None:
-                    raise TypeError(f"no _apply_ method for job {job!r}")
-                apply(self, job)
-            self._run_until_blocked()
+                batches[_BATCH.get(type(job), 2)].append(job)
+                if isinstance(job, j.InitializeWorkflow):
+                    self._prepare_start(job)
+            only_updates = (
+                not batches[0]
+                and not batches[2]
+                and all(isinstance(job, j.DoUpdate) for job in batches[1])
+            )
+            appliers = _APPLIERS
+            for index, batch in enumerate(batches):
+                if not batch:
+                    continue
+                for job in batch:
+                    apply = appliers.get(type(job))
+                    if apply is None:
+                        raise TypeError(f"no _apply_ method for job {job!r}")
+                    apply(self, job)
+                self._ensure_object()
+                # Conditions are not checked after patches; nor after updates that were
+                # all rejected (they leave no trace, so replay could not see them).
+                if index == 0:
+                    self._run_until_blocked(check=_never)
+                elif only_updates:
+                    self._run_until_blocked(check=self._accepted_an_update)
+                else:
+                    self._run_until_blocked()
+            # Replay: local activities the code asked for resolve from their recorded
+            # markers once it has run as far as it can, as the live worker resolves them.
+            replayed = self.take_replayed_locals()
+            while replayed:
+                for job in replayed:
+                    self._apply_resolve_local_activity(job)
+                self._run_until_blocked()
+                replayed = self.take_replayed_locals()
             self._check_main()
         finally:
             asyncio.events._set_running_loop(previous)
@@ -166,20 +202,26 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
     def _apply_notify_has_patch(self, job: j.NotifyHasPatch) -> None:
         self.versioning.history_has_patch(job.patch_id)
 
-    def _apply_initialize_workflow(self, job: j.InitializeWorkflow) -> None:
+    def _prepare_start(self, job: j.InitializeWorkflow) -> None:
+        """The run's info and input, before any job runs (a handler may run first)."""
         event = job.event
         attrs = event.attributes
         self._info = info_from_start(self, attrs, event.event_time, self._now)
-        args = self.converter.from_payloads_json(
-            (attrs.get("input") or {}).get("payloads"), self.defn.arg_types
-        )
-        cls = self.defn.cls
-        if self.defn.init_takes_args:
-            self._object = cls(*args)
-        else:
-            self._object = cls()
+        self._start_attrs = attrs
+        self._start_args = self.start_args((attrs.get("input") or {}).get("payloads"))
+
+    def _ensure_object(self) -> None:
+        """Make the workflow object the first time code is about to run."""
+        if self._object is None and self._start_args is not None:
+            cls = self.defn.cls
+            self._object = cls(*self._start_args) if self.defn.init_takes_args else cls()
+
+    def _apply_initialize_workflow(self, job: j.InitializeWorkflow) -> None:
+        self._ensure_object()
         run = getattr(self._object, self.defn.run_fn.__name__)
-        self._main = self.create_task(run(*args), name=f"workflow:{self.defn.name}")
+        self._main = self.create_task(
+            run(*(self._start_args or [])), name=f"workflow:{self.defn.name}"
+        )
 
     def _apply_fire_timer(self, job: j.FireTimer) -> None:
         handle = self._timers.pop(job.seq, None)
@@ -191,7 +233,9 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         if self._main is not None and not self._main.done():
             self._main.cancel()
 
-    def _run_until_blocked(self) -> None:
+    def _run_until_blocked(self, check: Callable[[], bool] | None = None) -> None:
+        """Run ready callbacks until none is left and no condition (checked when ``check``
+        says so, after the ready ones ran) lets more code run."""
         while True:
             while self._ready:
                 handle = self._ready.popleft()
@@ -200,8 +244,11 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
                 if self._callback_error is not None:
                     err, self._callback_error = self._callback_error, None
                     raise WorkflowTaskError(err)
-            if not self._check_conditions():
+            if (check is not None and not check()) or not self._check_conditions():
                 return
+
+    def _accepted_an_update(self) -> bool:
+        return any(isinstance(c, cmd.AcceptUpdate) for c in self._commands)
 
     def _check_conditions(self) -> bool:
         progressed = False
@@ -228,6 +275,8 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
             self._closing = command
             self._commands.append(command)
             self.completed = True
+            if not self._replaying:
+                self.warn_unfinished_handlers()
             return
         main = self._main
         if main is None or not main.done() or self._closing is not None:
@@ -245,13 +294,15 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
                 command = self._continue_as_new_command(exc)
             elif self._cancel_requested and is_cancelled_exception(exc):
                 command = cmd.CancelWorkflowExecution()
-            elif isinstance(exc, FailureError):
+            elif self.is_failure_exception(exc):
                 command = cmd.FailWorkflowExecution(self.converter.to_failure(exc))
             else:
                 raise WorkflowTaskError(exc)
         self._closing = command
         self._commands.append(command)
         self.completed = True
+        if not self._replaying:
+            self.warn_unfinished_handlers()
 
     # =================================================================================
     # the view from outside (the stepper's)
@@ -338,6 +389,22 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         raw = self.info().raw_memo
         return {key: self.converter.from_payloads_json([value])[0] for key, value in raw.items()}
 
+    def upsert_memo(self, updates: Any) -> None:
+        """Record memo changes and apply them to ``info().raw_memo`` (None removes a key)."""
+        fields: dict[str, JsonDict] = {}
+        raw = self.info().raw_memo
+        for key, value in dict(updates).items():
+            if not isinstance(key, str):
+                raise InvalidArgumentError(f"memo keys are strings, not {type(key).__name__}")
+            payload = self.converter.to_payloads_json([value])[0]
+            fields[key] = payload
+            if value is None:
+                raw.pop(key, None)  # type: ignore[attr-defined]
+            else:
+                raw[key] = payload  # type: ignore[index]
+        if fields:
+            self._commands.append(cmd.ModifyWorkflowProperties(fields))
+
     def memo_value(self, key: str, default: Any, type_hint: type | None) -> Any:
         """One memo value, decoded; ``default`` (or KeyError) when absent."""
         raw = self.info().raw_memo
@@ -349,7 +416,19 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
 
     def is_failure_exception(self, err: BaseException) -> bool:
         """Whether ``err`` out of the workflow fails the run (a Temporal failure)."""
-        return isinstance(err, FailureError)
+        return isinstance(err, (FailureError, *self.failure_types))
+
+    def last_completion_result(self, type_hint: type | None) -> tuple[bool, Any]:
+        """(whether there is one, the value): the previous completed cron run's result."""
+        payloads = (self._start_attrs.get("lastCompletionResult") or {}).get("payloads")
+        if not payloads:
+            return False, None
+        return True, self.converter.from_payloads_json(payloads, [type_hint])[0]
+
+    def last_failure(self) -> BaseException | None:
+        """The previous run's failure (a cron run after a failed one, or a retry)."""
+        failure = self._start_attrs.get("continuedFailure")
+        return self.converter.from_failure(failure) if failure else None
 
     def is_replaying(self) -> bool:
         """Whether the current activation replays recorded history."""
@@ -403,7 +482,7 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
     ) -> cmd.ContinueAsNewWorkflowExecution:
         opts = exc.options
         target = opts.get("workflow")
-        wf_type = self.defn.name if target is None else workflow.definition_name(target)
+        wf_type = self.info().workflow_type if target is None else workflow.definition_name(target)
         return cmd.ContinueAsNewWorkflowExecution(
             workflow_type=wf_type,
             task_queue=opts.get("task_queue") or self.task_queue,
@@ -452,7 +531,7 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
         return workflow.ActivityHandle(self._await_activity(pending), loop=self)
 
     async def _await_activity(self, pending: _PendingActivity) -> Any:
-        return await _until_resolved(pending.result, lambda: self._cancel_activity(pending))
+        return await until_resolved(pending.result, lambda: self._cancel_activity(pending))
 
     def _cancel_activity(self, pending: _PendingActivity) -> None:
         if pending.cancel_sent:
@@ -533,168 +612,6 @@ class WorkflowInstance(MessageHandlers, DeterministicLoop, workflow._Runtime):
     def __repr__(self) -> str:
         return f"<WorkflowInstance {self.defn.name} {self.workflow_id}/{self.run_id}>"
 
-    # -- child workflows ----------------------------------------------------------------
-
-    async def start_child_workflow(
-        self, workflow_ref: Any, args: Sequence[Any], options: dict[str, Any]
-    ) -> workflow.ChildWorkflowHandle[Any]:
-        """Emit StartChildWorkflowExecution; resolve once the child has started."""
-        wf_type = workflow.definition_name(workflow_ref)
-        result_type = options.get("result_type")
-        if result_type is None and not isinstance(workflow_ref, str):
-            result_type = WorkflowDefinition.of(workflow_ref).return_type
-        self._child_seq += 1
-        seq = self._child_seq
-        child_id = (
-            options.get("id")
-            or f"{self.workflow_id}-child-{seq}-{self.random().getrandbits(32):08x}"
-        )
-        command = cmd.StartChildWorkflowExecution(
-            seq=seq,
-            workflow_id=child_id,
-            workflow_type=wf_type,
-            task_queue=options.get("task_queue") or self.task_queue,
-            input=self.converter.to_payloads_json(args),
-            execution_timeout=options.get("execution_timeout"),
-            run_timeout=options.get("run_timeout"),
-            task_timeout=options.get("task_timeout"),
-            id_reuse_policy=int(options.get("id_reuse_policy") or 1),
-            parent_close_policy=int(options.get("parent_close_policy") or 1),
-        )
-        self._commands.append(command)
-        pending = _PendingChild(
-            seq=seq,
-            command=command,
-            started=self.create_future(),
-            result=self.create_future(),
-            cancellation_type=options.get("cancellation_type")
-            or ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
-            result_type=result_type,
-        )
-        self._children[seq] = pending
-        try:
-            await asyncio.shield(pending.started)
-        except asyncio.CancelledError:
-            self._cancel_child(pending)
-            raise
-        handle: workflow.ChildWorkflowHandle[Any] = workflow.ChildWorkflowHandle(
-            self._await_child(pending), loop=self
-        )
-        handle.id = child_id
-        handle.first_execution_run_id = pending.run_id
-        return handle
-
-    async def _await_child(self, pending: _PendingChild) -> Any:
-        return await _until_resolved(pending.result, lambda: self._cancel_child(pending))
-
-    def _cancel_child(self, pending: _PendingChild) -> None:
-        if pending.cancel_sent:
-            return
-        pending.cancel_sent = True
-        if pending.command in self._commands and pending.initiated_event_id is None:
-            # Never sent: take the start back.
-            self._commands.remove(pending.command)
-            self._children.pop(pending.seq, None)
-            err = CancelledError("Child workflow cancelled before it started")
-            if not pending.started.done():
-                pending.started.set_exception(err)
-            if not pending.result.done():
-                pending.result.set_exception(err)
-            return
-        kind = pending.cancellation_type
-        if kind != ChildWorkflowCancellationType.ABANDON:
-            self._external_seq += 1
-            self._commands.append(
-                cmd.RequestCancelExternalWorkflowExecution(
-                    seq=self._external_seq,
-                    workflow_id=pending.command.workflow_id,
-                    run_id=pending.run_id,
-                )
-            )
-        if (
-            kind
-            in (
-                ChildWorkflowCancellationType.ABANDON,
-                ChildWorkflowCancellationType.TRY_CANCEL,
-            )
-            and not pending.result.done()
-        ):
-            pending.result.set_exception(CancelledError("Child workflow cancelled"))
-
-    def child_initiated(self, seq: int, initiated_event_id: int) -> None:
-        """The StartChildWorkflowExecution command with ``seq`` was recorded."""
-        pending = self._children.get(seq)
-        if pending is not None:
-            pending.initiated_event_id = initiated_event_id
-        self._children_by_event[initiated_event_id] = seq
-
-    def child_seq(self, initiated_event_id: int) -> int | None:
-        """The child seq recorded at ``initiated_event_id``."""
-        return self._children_by_event.get(initiated_event_id)
-
-    def _apply_resolve_child_workflow_execution_start(
-        self, job: j.ResolveChildWorkflowExecutionStart
-    ) -> None:
-        pending = self._children.get(job.seq)
-        if pending is None:
-            return
-        event = job.event
-        if event.event_type == "ChildWorkflowExecutionStarted":
-            execution = event.attributes.get("workflowExecution", {})
-            pending.run_id = str(execution.get("runId", ""))
-            pending.started_event_id = event.event_id
-            if not pending.started.done():
-                pending.started.set_result(None)
-            return
-        # StartChildWorkflowExecutionFailed
-        self._children.pop(job.seq, None)
-        err = WorkflowAlreadyStartedError(
-            pending.command.workflow_id, pending.command.workflow_type
-        )
-        if not pending.started.done():
-            pending.started.set_exception(err)
-
-    def _apply_resolve_child_workflow_execution(self, job: j.ResolveChildWorkflowExecution) -> None:
-        pending = self._children.pop(job.seq, None)
-        if pending is None or pending.result.done():
-            return
-        event = job.event
-        attrs = event.attributes
-        kind = event.event_type
-        if kind == "ChildWorkflowExecutionCompleted":
-            payloads = (attrs.get("result") or {}).get("payloads") or []
-            values = self.converter.from_payloads_json(payloads, [pending.result_type])
-            pending.result.set_result(values[0] if values else None)
-            return
-        causes = {
-            "ChildWorkflowExecutionFailed": attrs.get("failure") or {"message": "failed"},
-            "ChildWorkflowExecutionCanceled": {
-                "message": "Child workflow cancelled",
-                "canceledFailureInfo": {"details": attrs["details"]} if "details" in attrs else {},
-            },
-            "ChildWorkflowExecutionTerminated": {
-                "message": "Child workflow terminated",
-                "terminatedFailureInfo": {},
-            },
-            "ChildWorkflowExecutionTimedOut": {
-                "message": "Child workflow timed out",
-                "timeoutFailureInfo": {"timeoutType": "TIMEOUT_TYPE_START_TO_CLOSE"},
-            },
-        }
-        wrapper = {
-            "message": "Child Workflow execution failed",
-            "cause": causes.get(kind, {"message": kind}),
-            "childWorkflowExecutionFailureInfo": {
-                "namespace": attrs.get("namespace", self.namespace),
-                "workflowExecution": attrs.get("workflowExecution", {}),
-                "workflowType": attrs.get("workflowType", {}),
-                "initiatedEventId": str(attrs.get("initiatedEventId", "0")),
-                "startedEventId": str(attrs.get("startedEventId", "0")),
-                "retryState": attrs.get("retryState", "RETRY_STATE_NON_RETRYABLE_FAILURE"),
-            },
-        }
-        pending.result.set_exception(self.converter.from_failure(wrapper))
-
     # -- timers -------------------------------------------------------------------------
 
     def timer_seq(self, timer_id: str) -> int | None:
@@ -717,30 +634,30 @@ _APPLIERS: dict[type, Callable[[WorkflowInstance, Any], None]] = {
         WorkflowInstance._apply_resolve_child_workflow_execution_start
     ),
     j.ResolveChildWorkflowExecution: WorkflowInstance._apply_resolve_child_workflow_execution,
+    j.ResolveLocalActivity: WorkflowInstance._apply_resolve_local_activity,
+    j.ResolveSignalExternalWorkflow: WorkflowInstance._apply_resolve_signal_external_workflow,
+    j.ResolveRequestCancelExternalWorkflow: (
+        WorkflowInstance._apply_resolve_request_cancel_external_workflow
+    ),
     j.SignalWorkflow: WorkflowInstance._apply_signal_workflow,
     j.DoUpdate: WorkflowInstance._apply_do_update,
     j.CancelWorkflow: WorkflowInstance._apply_cancel_workflow,
 }
+
+
+def _never() -> bool:
+    return False
+
+
+#: The batch of an activation a job is applied in (temporalio's order): patches (0), then
+#: signals and updates (1), then every other kind (2).
+_BATCH: dict[type, int] = {j.NotifyHasPatch: 0, j.SignalWorkflow: 1, j.DoUpdate: 1}
 if _APPLIERS.keys() != set(get_args(Job)):
     raise TypeError(
         "WorkflowInstance applies jobs "
         f"{sorted(t.__name__ for t in _APPLIERS)}, the kinds are "
         f"{sorted(t.__name__ for t in get_args(Job))}"
     )
-
-
-async def _until_resolved(result: asyncio.Future[Any], request_cancel: Callable[[], None]) -> Any:
-    """Await a command's result; cancelling the awaiting task requests cancellation of the
-    command (per its cancellation type) and keeps waiting for how it ends."""
-    while True:
-        try:
-            return await asyncio.shield(result)
-        except asyncio.CancelledError:
-            if result.done():
-                return result.result()
-            request_cancel()
-            if result.done():
-                return result.result()
 
 
 def _is_uuid(text: str) -> bool:

@@ -66,6 +66,66 @@ class ResolveChildWorkflowExecution:
 
 
 @dataclass(frozen=True, slots=True)
+class ResolveSignalExternalWorkflow:
+    """The signal with ``seq`` to another run was delivered (``failed`` False) or not
+    (``event`` is the ``SignalExternalWorkflowExecutionFailed``)."""
+
+    seq: int
+    event: HistoryEvent
+    failed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ResolveRequestCancelExternalWorkflow:
+    """The cancel request with ``seq`` reached another run (``failed`` False) or not."""
+
+    seq: int
+    event: HistoryEvent
+    failed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LocalActivityRequest:
+    """A local activity the worker is to run now, within the workflow task."""
+
+    seq: int
+    activity_id: str
+    activity_type: str
+    input: list[JsonDict]
+    attempt: int
+    #: When the first attempt was scheduled (epoch seconds), for schedule-to-close.
+    original_schedule_time: float
+    schedule_to_close: float | None
+    start_to_close: float | None
+    retry_policy: JsonDict
+    #: Longest backoff waited for inside the task; a longer one becomes a timer.
+    local_retry_threshold: float
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    namespace: str
+    task_queue: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResolveLocalActivity:
+    """How a local activity's attempts ended: ``result`` payloads, or a ``failure``, or a
+    ``backoff`` (seconds) before attempt ``attempt + 1`` that is longer than the local
+    retry threshold. ``marker`` is the recorded event on replay."""
+
+    seq: int
+    attempt: int
+    result: list[JsonDict] | None = None
+    failure: JsonDict | None = None
+    backoff: float | None = None
+    complete_time: float = 0.0
+    original_schedule_time: float = 0.0
+    #: Which activation of its workflow task resolved it (1 for the first after the
+    #: request), as Temporal's marker records it.
+    activation_index: int = 1
+
+
+@dataclass(frozen=True, slots=True)
 class SignalWorkflow:
     """A signal arrived."""
 
@@ -98,6 +158,9 @@ Job = (
     | ResolveActivity
     | ResolveChildWorkflowExecutionStart
     | ResolveChildWorkflowExecution
+    | ResolveLocalActivity
+    | ResolveSignalExternalWorkflow
+    | ResolveRequestCancelExternalWorkflow
     | SignalWorkflow
     | DoUpdate
     | CancelWorkflow

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._model.definitions import WorkflowDefinition
+from .._model.definitions import WorkflowDefinition, find_definition
 from .._model.events import HistoryEvent
 from ..converter import DataConverter
 from ..exceptions import InvalidArgumentError, NondeterminismError
@@ -52,18 +52,24 @@ def check_history(events: Sequence[HistoryEvent], *, workflow_id: str = "") -> N
         expected += 1
 
 
+def _workflow_type(started: HistoryEvent) -> str:
+    return str(started.attributes.get("workflowType", {}).get("name", ""))
+
+
 def new_driver(
     events: Sequence[HistoryEvent],
     definitions: dict[str, WorkflowDefinition],
     converter: DataConverter,
     *,
     workflow_id: str,
+    failure_types: tuple[type[BaseException], ...] = (),
 ) -> HistoryDriver:
-    """A driver over a fresh instance of the history's workflow type."""
+    """A driver over a fresh instance of the history's workflow type (``failure_types``:
+    the worker-level ``workflow_failure_exception_types``)."""
     check_history(events, workflow_id=workflow_id)
     attrs = events[0].attributes
-    wf_type = str(attrs.get("workflowType", {}).get("name", ""))
-    defn = definitions.get(wf_type)
+    wf_type = _workflow_type(events[0])
+    defn = find_definition(definitions, wf_type)
     if defn is None:
         known = ", ".join(sorted(definitions)) or "none"
         raise InvalidArgumentError(
@@ -81,6 +87,7 @@ def new_driver(
         task_queue=str(attrs.get("taskQueue", {}).get("name", "")),
         converter=converter,
     )
+    instance.failure_types += failure_types
     return HistoryDriver(instance)
 
 
@@ -90,9 +97,12 @@ def replay_events(
     converter: DataConverter,
     *,
     workflow_id: str,
+    failure_types: tuple[type[BaseException], ...] = (),
 ) -> ReplayOutcome:
     """Replay a whole history; the outcome's ``failure`` says what went wrong, if anything."""
-    driver = new_driver(events, definitions, converter, workflow_id=workflow_id)
+    driver = new_driver(
+        events, definitions, converter, workflow_id=workflow_id, failure_types=failure_types
+    )
     failure: Exception | None = None
     try:
         driver.apply(events)
@@ -104,7 +114,7 @@ def replay_events(
     return ReplayOutcome(
         workflow_id=driver.instance.workflow_id,
         run_id=driver.instance.run_id,
-        workflow_type=driver.instance.defn.name,
+        workflow_type=_workflow_type(events[0]) or driver.instance.defn.name,
         events=len(events),
         failure=failure,
     )

@@ -104,7 +104,7 @@ class Versioning:
     def begin_activation(self, *, replaying: bool) -> None:
         """An activation begins: one that does not replay records every known flag the
         history does not hold yet."""
-        if not replaying:
+        if not replaying and not self._flags_recorded.issuperset(SDK_FLAGS):
             self._flags = [f for f in SDK_FLAGS if f not in self._flags_recorded]
 
     def note_recorded_flags(self, flags: Sequence[int]) -> None:

@@ -271,7 +271,7 @@ def start_attempt(
         heartbeat_timeout=act.heartbeat_timeout,
         heartbeat_details=json_loads(act.heartbeat_details) if act.heartbeat_details else [],
         request_id=request_id,
-        retry_policy=json_loads(act.retry_policy) if act.retry_policy else None,
+        retry_policy=act.retry_policy or None,  # its JSON: read if the activity asks
     )
 
 

@@ -125,15 +125,16 @@ class ChildOps:
         target: JsonDict = {"workflowId": c.workflow_id}
         if c.run_id:
             target["runId"] = c.run_id
-        initiated = rs.add_event(
-            "RequestCancelExternalWorkflowExecutionInitiated",
-            {
-                "workflowTaskCompletedEventId": wtc,
-                "namespace": rs.namespace,
-                "workflowExecution": target,
-                "childWorkflowOnly": c.child_workflow_only,
-            },
-        )
+        attrs: JsonDict = {
+            "workflowTaskCompletedEventId": wtc,
+            "namespace": rs.namespace,
+            "workflowExecution": target,
+        }
+        if c.child_workflow_only:
+            attrs["childWorkflowOnly"] = True
+        if c.reason:
+            attrs["reason"] = c.reason
+        initiated = rs.add_event("RequestCancelExternalWorkflowExecutionInitiated", attrs)
 
         def request() -> None:
             tx = rs.tx
@@ -178,12 +179,86 @@ class ChildOps:
                     {
                         "initiatedEventId": str(initiated),
                         "namespace": rs.namespace,
-                        "workflowExecution": {"workflowId": row.workflow_id, "runId": row.run_id},
+                        "workflowExecution": target,
                     },
                 )
             rs.wft_wanted = True
 
         rs.after_commands.append(request)
+
+
+def signal_external(
+    rs: RunState, c: cmd.SignalExternalWorkflowExecution, wtc: str, identity: str
+) -> None:
+    """``SignalExternalWorkflowExecution``: record its initiated event now and, once the
+    task's commands are applied, the signal on the target (its latest open run, or the
+    run named) and how it went (``ExternalWorkflowExecutionSignaled``, or
+    ``SignalExternalWorkflowExecutionFailed`` when there is no such open run)."""
+    target: JsonDict = {"workflowId": c.workflow_id}
+    if c.run_id:
+        target["runId"] = c.run_id
+    initiated = rs.add_event(
+        "SignalExternalWorkflowExecutionInitiated",
+        {
+            "workflowTaskCompletedEventId": wtc,
+            "namespace": rs.namespace,
+            "workflowExecution": target,
+            "signalName": c.signal_name,
+            "input": {"payloads": c.input},
+        },
+    )
+
+    def deliver() -> None:
+        tx = rs.tx
+        found = (
+            tx.get_execution(c.run_id)
+            if c.run_id
+            else tx.find_open_run(rs.namespace, c.workflow_id)
+        )
+        row = tx.lock_execution(found.run_id) if found is not None else None
+        if (
+            row is None
+            or row.status != S.RUNNING
+            or row.workflow_id != c.workflow_id
+            or row.namespace != rs.namespace
+        ):
+            if rs.is_open:
+                rs.add_event(
+                    "SignalExternalWorkflowExecutionFailed",
+                    {
+                        "cause": "SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED_CAUSE_EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND",
+                        "workflowTaskCompletedEventId": wtc,
+                        "namespace": rs.namespace,
+                        "workflowExecution": target,
+                        "initiatedEventId": str(initiated),
+                    },
+                )
+                rs.wft_wanted = True
+            return
+        other = rs if row.run_id == rs.run_id else RunState(tx, row, rs.now)
+        other.record(
+            "WorkflowExecutionSignaled",
+            {
+                "signalName": c.signal_name,
+                "input": {"payloads": c.input},
+                "identity": identity,
+                "externalWorkflowExecution": {"workflowId": rs.workflow_id, "runId": rs.run_id},
+            },
+        )
+        if other is not rs:
+            other.flush()
+        if rs.is_open:
+            rs.add_event(
+                "ExternalWorkflowExecutionSignaled",
+                {
+                    "initiatedEventId": str(initiated),
+                    "namespace": rs.namespace,
+                    "workflowExecution": target,
+                },
+            )
+            rs.wft_wanted = True
+
+    rs.after_commands.append(deliver)
 
 
 def _root_of(parent: RunState) -> JsonDict:

@@ -20,7 +20,7 @@ from .._ids import random_uuid
 from .._json import loads as json_loads
 from .._model.events import HistoryEvent
 from .._store.gateway import Store
-from .._store.schema import UPDATE_COMPLETED, UPDATE_REJECTED, WFT_STARTED
+from .._store.schema import WFT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import (
     WorkflowExecutionStatus,
@@ -32,10 +32,10 @@ from ..exceptions import (
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
     WorkflowQueryFailedError,
-    WorkflowUpdateFailedError,
 )
 from .activity_ops import ActivityOps
 from .clock import Clock
+from .cron import next_fire
 from .handoff import Handoffs, Reservation
 from .operation import operation
 from .state import (
@@ -44,7 +44,6 @@ from .state import (
     new_run_id,
     query_channel,
     task_queue_json,
-    update_channel,
     wft_channel,
 )
 from .types import (
@@ -52,6 +51,7 @@ from .types import (
     StartWorkflowRequest,
     StartWorkflowResult,
 )
+from .update_ops import UpdateOps
 from .visibility import parse_filter
 from .watch import CloseWatcher
 from .workflow_tasks import WorkflowTaskOps, _read_history
@@ -62,7 +62,7 @@ S = WorkflowExecutionStatus
 DEFAULT_RETENTION = 7 * 24 * 3600.0
 
 
-class Service(WorkflowTaskOps, ActivityOps):
+class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
     """State transitions over one store. Any process may create one; all share the store."""
 
     def __init__(self, store: Store, clock: Clock | None = None) -> None:
@@ -106,6 +106,13 @@ class Service(WorkflowTaskOps, ActivityOps):
             tx.after_commit(partial(self._namespaces.add, req.namespace))
         latest = tx.find_latest_run(req.namespace, req.workflow_id, lock=True)
         open_run = latest if latest is not None and latest.status == S.RUNNING else None
+        if open_run is not None and req.start_signal is not None:
+            # Signal-with-start of a running workflow: only the signal (as on Temporal,
+            # whatever the conflict policy says).
+            rs = RunState(tx, tx.lock_execution(open_run.run_id) or open_run, now)
+            self._record_signal(rs, req.start_signal, req.start_signal_input or [], req.identity)
+            rs.flush()
+            return StartWorkflowResult(open_run.run_id, started=False)
         if open_run is not None:
             policy = req.id_conflict_policy
             if req.id_reuse_policy == WorkflowIDReusePolicy.TERMINATE_IF_RUNNING:
@@ -124,6 +131,10 @@ class Service(WorkflowTaskOps, ActivityOps):
             self._check_reuse(tx, req, now, latest)
         run_id = run_id or new_run_id()
         first_run_id = req.first_run_id or run_id
+        if req.cron_schedule and req.initiator != "CONTINUE_AS_NEW_INITIATOR_RETRY":
+            # A cron run's first workflow task waits for the schedule's next time (a retry
+            # of one waits for its backoff instead).
+            req.start_delay = max(next_fire(req.cron_schedule, now) - now, 0.0)
         values = dict(
             run_id=run_id,
             namespace=req.namespace,
@@ -147,6 +158,7 @@ class Service(WorkflowTaskOps, ActivityOps):
             parent_started_event_id=None,
             parent_close_policy=req.parent_close_policy,
             has_updates=0,
+            cron_schedule=req.cron_schedule or None,
         )
         rs = RunState(tx, SimpleNamespace(**values), now, new=True)
         attrs: JsonDict = {
@@ -169,17 +181,24 @@ class Service(WorkflowTaskOps, ActivityOps):
         if req.continued_from:
             attrs["continuedExecutionRunId"] = req.continued_from
             attrs["initiator"] = req.initiator or "CONTINUE_AS_NEW_INITIATOR_WORKFLOW"
+        elif req.cron_schedule:
+            attrs["initiator"] = "CONTINUE_AS_NEW_INITIATOR_CRON_SCHEDULE"
         if req.last_failure:
             attrs["continuedFailure"] = req.last_failure
+        if req.last_completion_result:
+            attrs["lastCompletionResult"] = {"payloads": req.last_completion_result}
         attrs["originalExecutionRunId"] = run_id
         attrs["identity"] = req.identity
         attrs["firstExecutionRunId"] = first_run_id
         if req.retry_policy:
             attrs["retryPolicy"] = req.retry_policy
         attrs["attempt"] = req.attempt
+        # In the protobuf's field order (cronSchedule 20, the backoff 21, memo 22).
+        if req.cron_schedule:
+            attrs["cronSchedule"] = req.cron_schedule
+        attrs["firstWorkflowTaskBackoff"] = duration_to_json(req.start_delay)
         if req.memo:
             attrs["memo"] = req.memo
-        attrs["firstWorkflowTaskBackoff"] = duration_to_json(req.start_delay)
         attrs["workflowId"] = req.workflow_id
         if req.root_run_id:
             attrs["rootWorkflowExecution"] = {
@@ -187,6 +206,8 @@ class Service(WorkflowTaskOps, ActivityOps):
                 "runId": req.root_run_id,
             }
         rs.add_event("WorkflowExecutionStarted", attrs)
+        if req.start_signal is not None:
+            self._record_signal(rs, req.start_signal, req.start_signal_input or [], req.identity)
         if eager is not None and (req.start_delay > 0 or eager.task_queue != req.task_queue):
             eager = None
         if req.start_delay > 0:
@@ -242,6 +263,11 @@ class Service(WorkflowTaskOps, ActivityOps):
     ) -> None:
         """Record a signal on the open run."""
         rs = self._open_run(tx, namespace, workflow_id, run_id)
+        self._record_signal(rs, name, args, identity)
+        rs.flush()
+
+    @staticmethod
+    def _record_signal(rs: RunState, name: str, args: list[JsonDict], identity: str) -> None:
         rs.record(
             "WorkflowExecutionSignaled",
             {
@@ -251,7 +277,6 @@ class Service(WorkflowTaskOps, ActivityOps):
                 "requestId": random_uuid(),
             },
         )
-        rs.flush()
 
     @operation
     def request_cancel(
@@ -320,6 +345,11 @@ class Service(WorkflowTaskOps, ActivityOps):
         else:
             found = tx.find_open_run(namespace, workflow_id)
             if found is None:
+                latest = tx.find_latest_run(namespace, workflow_id)
+                if latest is not None:  # say how the latest run ended
+                    raise WorkflowNotFoundError(
+                        workflow_id, latest.run_id, open_only=True, status=S(latest.status).name
+                    )
                 raise WorkflowNotFoundError(workflow_id, None, open_only=True)
             row = tx.lock_execution(found.run_id)
             assert row is not None
@@ -354,72 +384,6 @@ class Service(WorkflowTaskOps, ActivityOps):
         one snapshot."""
         row = _resolve_run(tx, namespace, workflow_id, run_id)
         return row, _read_history(tx, row.run_id)
-
-    async def update_workflow(
-        self,
-        namespace: str,
-        workflow_id: str,
-        run_id: str | None,
-        name: str,
-        args: list[JsonDict],
-        update_id: str,
-        identity: str,
-        timeout: float,
-    ) -> JsonDict:
-        """Deliver an update to the open run and wait for its outcome.
-
-        Returns ``{"success": {"payloads": [...]}}`` or ``{"failure": {...}}`` (the handler
-        failed, or the validator rejected it — then nothing was written to the history).
-        """
-        row_id = await self._request_update(
-            namespace, workflow_id, run_id, name, args, update_id, identity
-        )
-        channel = update_channel(row_id)
-        notifier = self.store.notifier
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        with self.clock.waiting_for_result():
-            while True:
-                generation = notifier.generation(channel)
-                row = await self.store.read(StoreTx.get_update, row_id)
-                if row is not None and row.state in (UPDATE_COMPLETED, UPDATE_REJECTED):
-                    return dict(json_loads(row.outcome or "{}"))
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    raise WorkflowUpdateFailedError(
-                        f"update {name!r} of workflow {workflow_id!r} got no outcome within "
-                        f"{timeout:g}s: is a worker polling the run's task queue?"
-                    )
-                await notifier.wait(channel, min(remaining, 0.5), since=generation)
-
-    @operation
-    def _request_update(
-        self,
-        tx: StoreTx,
-        namespace: str,
-        workflow_id: str,
-        run_id: str | None,
-        name: str,
-        args: list[JsonDict],
-        update_id: str,
-        identity: str,
-    ) -> int:
-        """Record an update request for the open run's next workflow task; its row id."""
-        rs = self._open_run(tx, namespace, workflow_id, run_id)
-        row_id = tx.insert_update(
-            run_id=rs.run_id,
-            update_id=update_id,
-            name=name,
-            args=json.dumps(args),
-            identity=identity,
-            created_at=rs.now,
-        )
-        if not rs.has_updates:
-            rs.set(has_updates=1)
-            rs.has_updates = True
-        rs.schedule_workflow_task()  # no-op when one is pending: it takes the update
-        rs.flush()
-        return row_id
 
     async def query_workflow(
         self,

@@ -147,6 +147,8 @@ class RunState:
         self.buffered_possible = True
         #: Set when a failing run is retried: (failure, backoff seconds).
         self.retry: tuple[JsonDict, float] | None = None
+        #: A cron run closed: (its result payloads, or None; its failure, or None).
+        self.cron_next: tuple[list[JsonDict] | None, JsonDict | None] | None = None
         # Eager dispatch while a completed task's commands are applied.
         self.eager_budget = 0
         self.eager_queue = ""
@@ -365,6 +367,12 @@ class RunState:
         if self._events and len(self._events[-1][3]) <= CLOSE_MESSAGE_LIMIT:
             outcome = RunOutcome(int(status), new_run_id, *self._events[-1])
         self.tx.wake(closed_channel(self.run_id), outcome)
+        if self.has_updates:  # updates not finished are abandoned: their callers hear so
+            name = WorkflowExecutionStatus(status).name
+            requested = dumps({"abandoned": name})
+            accepted = dumps({"abandoned": name, "accepted": True})
+            for row_id in self.tx.abandon_updates(self.run_id, requested, accepted):
+                self.tx.wake(update_channel(row_id))
         # The parent (if any) hears of it on flush.
         self._closed_with = (status, self.event_attrs[self._events[-1][0]] if self._events else {})
 

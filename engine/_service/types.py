@@ -46,6 +46,14 @@ class StartWorkflowRequest:
     root_run_id: str | None = None
     parent_initiated_event_id: int | None = None
     parent_close_policy: int | None = None
+    #: Signal-with-start: the signal's name and payloads. A running run of the workflow id
+    #: just gets the signal; a new one records it right after its start event.
+    start_signal: str | None = None
+    start_signal_input: list[JsonDict] | None = None
+    #: A cron schedule: the run waits for its next time, and each close starts the next.
+    cron_schedule: str | None = None
+    #: A cron run after one that completed: that run's result.
+    last_completion_result: list[JsonDict] | None = None
 
 
 @dataclass
@@ -101,7 +109,8 @@ class ActivityTask:
     heartbeat_timeout: float | None
     heartbeat_details: list[JsonDict] = field(default_factory=list)
     request_id: str = ""
-    retry_policy: JsonDict | None = None
+    #: The activity's retry policy as Temporal JSON text (parsed only for activity.info()).
+    retry_policy: str | None = None
 
     @property
     def token(self) -> tuple[str, int, int]:

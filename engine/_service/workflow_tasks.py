@@ -22,7 +22,7 @@ from .._store.schema import (
     WFT_SCHEDULED,
     WFT_STARTED,
 )
-from .._store.tx import Row, StoreTx
+from .._store.tx import Row, StoreTx, column
 from ..common import (
     RetryPolicy,
     WorkflowExecutionStatus,
@@ -31,7 +31,7 @@ from ..common import (
 )
 from ..exceptions import InvalidArgumentError
 from . import activities
-from .children import ChildOps
+from .children import ChildOps, signal_external
 from .clock import Clock
 from .operation import operation
 from .state import (
@@ -314,6 +314,8 @@ class WorkflowTaskOps(ChildOps):
             self._start_continued(tx, rs, continue_as_new, identity)
         elif rs.retry is not None:
             self._start_retry(tx, rs, identity)
+        elif rs.cron_next is not None:
+            self._start_cron(tx, rs, identity)
         started = rs.eager_started
         if started and len(started) == rs.eager_same_queue:
             # Nothing left for pollers of the queue: do not wake them for nothing.
@@ -397,11 +399,15 @@ class WorkflowTaskOps(ChildOps):
                 attrs["failure"] = command.failure
             rs.add_event("MarkerRecorded", attrs)
         elif isinstance(command, cmd.CompleteWorkflowExecution):
-            rs.add_event(
-                "WorkflowExecutionCompleted",
-                {"result": {"payloads": command.result}, "workflowTaskCompletedEventId": wtc},
-            )
-            rs.close(S.COMPLETED)
+            attrs = {"result": {"payloads": command.result}, "workflowTaskCompletedEventId": wtc}
+            if column(rs.row, "cron_schedule"):  # the schedule's next run follows
+                new_id = new_run_id()
+                rs.add_event("WorkflowExecutionCompleted", {**attrs, "newExecutionRunId": new_id})
+                rs.close(S.COMPLETED, new_run_id=new_id)
+                rs.cron_next = (command.result, None)
+            else:
+                rs.add_event("WorkflowExecutionCompleted", attrs)
+                rs.close(S.COMPLETED)
         elif isinstance(command, cmd.FailWorkflowExecution):
             retry_state, delay = self._workflow_retry(rs, command.failure)
             attrs = {
@@ -409,7 +415,13 @@ class WorkflowTaskOps(ChildOps):
                 "retryState": retry_state,
                 "workflowTaskCompletedEventId": wtc,
             }
-            if delay is None:
+            if delay is None and column(rs.row, "cron_schedule"):
+                # No retry left: the schedule's next run follows, as after a completion.
+                new_id = new_run_id()
+                rs.add_event("WorkflowExecutionFailed", {**attrs, "newExecutionRunId": new_id})
+                rs.close(S.FAILED, new_run_id=new_id)
+                rs.cron_next = (None, command.failure)
+            elif delay is None:
                 rs.add_event("WorkflowExecutionFailed", attrs)
                 rs.close(S.FAILED)
             else:
@@ -471,8 +483,8 @@ class WorkflowTaskOps(ChildOps):
                 "WorkflowExecutionUpdateCompleted",
                 {
                     "meta": {"updateId": command.update_id},
-                    "acceptedEventId": str(accepted_id),
                     "outcome": outcome,
+                    "acceptedEventId": str(accepted_id),
                 },
             )
             row_id = rs.tx.set_update(
@@ -484,6 +496,16 @@ class WorkflowTaskOps(ChildOps):
             self._start_child(rs, command, wtc, identity)
         elif isinstance(command, cmd.RequestCancelExternalWorkflowExecution):
             self._cancel_external(rs, command, wtc, identity)
+        elif isinstance(command, cmd.ModifyWorkflowProperties):
+            rs.add_event(
+                "WorkflowPropertiesModified",
+                {
+                    "workflowTaskCompletedEventId": wtc,
+                    "upsertedMemo": {"fields": command.upserted_memo},
+                },
+            )
+        elif isinstance(command, cmd.SignalExternalWorkflowExecution):
+            signal_external(rs, command, wtc, identity)
         else:
             raise InvalidArgumentError(f"unknown command {type(command).__name__}")
 
@@ -532,6 +554,41 @@ class WorkflowTaskOps(ChildOps):
             start_delay=delay,
             attempt=int(started.get("attempt", 1)) + 1,
             initiator="CONTINUE_AS_NEW_INITIATOR_RETRY",
+            last_failure=failure,
+            cron_schedule=column(row, "cron_schedule"),
+        )
+
+    def _start_cron(self, tx: StoreTx, rs: RunState, identity: str) -> None:
+        """The next run of a cron schedule: the same input and options, waiting for the
+        schedule's next time; it carries the last completed run's result (or the failure
+        of the run that just failed), as Temporal's cron runs do."""
+        assert rs.cron_next is not None
+        result, failure = rs.cron_next
+        first = tx.first_event(rs.run_id)
+        assert first is not None
+        started = json_loads(first.attributes)
+        row = rs.row
+
+        def seconds(key: str) -> float | None:
+            value = started.get(key)
+            return duration_from_json(value).total_seconds() if value else None
+
+        carried = (started.get("lastCompletionResult") or {}).get("payloads")
+        self._start_successor(
+            tx,
+            rs,
+            workflow_type=row.workflow_type,
+            task_queue=row.task_queue,
+            input=(started.get("input") or {}).get("payloads") or [],
+            execution_timeout=seconds("workflowExecutionTimeout"),
+            run_timeout=seconds("workflowRunTimeout"),
+            task_timeout=float(row.workflow_task_timeout),
+            retry_policy=started.get("retryPolicy"),
+            memo=started.get("memo"),
+            identity=identity,
+            initiator="CONTINUE_AS_NEW_INITIATOR_CRON_SCHEDULE",
+            cron_schedule=str(row.cron_schedule),
+            last_completion_result=result if result is not None else carried,
             last_failure=failure,
         )
 

@@ -210,6 +210,8 @@ _V8 = (
     "CREATE INDEX dn_activity_tasks_timeout ON dn_activity_tasks (timeout_at)",
 )
 
+_V9 = ("ALTER TABLE dn_executions ADD COLUMN cron_schedule TEXT",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, history, task queues, timers, attempts", _V1),
     Migration(2, "child workflows: parent event ids and parent close policy", _V2),
@@ -219,6 +221,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "index for listing runs page by page, newest first", _V6),
     Migration(7, "flag on runs that have been asked for updates", _V7),
     Migration(8, "start-to-close deadlines of activity attempts on the task row", _V8),
+    Migration(9, "cron schedules of runs", _V9),
 )
 
 _SPELLING = {

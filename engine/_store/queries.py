@@ -17,6 +17,7 @@ from .schema import (
     QUERY_ANSWERED,
     QUERY_PENDING,
     QUERY_TAKEN,
+    UPDATE_ABANDONED,
     UPDATE_ACCEPTED,
     UPDATE_REQUESTED,
     WFT_SCHEDULED,
@@ -41,7 +42,7 @@ _EXEC_COLS = (
     "close_time, first_run_id, parent_workflow_id, parent_run_id, next_event_id, "
     "history_size_bytes, workflow_task_timeout, run_timeout, execution_timeout, new_run_id, "
     "request_id, parent_initiated_event_id, parent_started_event_id, parent_close_policy, "
-    "has_updates"
+    "has_updates, cron_schedule"
 )
 _WFT_COLS = (
     "run_id, namespace, task_queue, state, attempt, scheduled_event_id, scheduled_time, "
@@ -236,6 +237,15 @@ UPDATES_OF_RUN = Q(
 FIND_UPDATE = Q(
     "SELECT id FROM dn_updates WHERE run_id = :run_id AND update_id = :update_id "
     f"AND state IN ({UPDATE_REQUESTED}, {UPDATE_ACCEPTED}) ORDER BY id LIMIT 1"
+)
+FIND_UPDATE_BY_ID = Q(
+    "SELECT id, state FROM dn_updates WHERE run_id = :run_id AND update_id = :update_id "
+    "ORDER BY id LIMIT 1"
+)
+ABANDON_UPDATES = Q(
+    f"UPDATE dn_updates SET state = {UPDATE_ABANDONED}, outcome = CASE WHEN state = "
+    f"{UPDATE_ACCEPTED} THEN :accepted_outcome ELSE :outcome END "
+    f"WHERE run_id = :run_id AND state IN ({UPDATE_REQUESTED}, {UPDATE_ACCEPTED}) RETURNING id"
 )
 SET_UPDATE = Q("UPDATE dn_updates SET state = :state, outcome = :outcome WHERE id = :id")
 GET_UPDATE = Q("SELECT id, state, outcome FROM dn_updates WHERE id = :id")

@@ -13,7 +13,7 @@ from ..common import WorkflowExecutionStatus
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -61,6 +61,8 @@ executions = sa.Table(
     # Migration 7: 1 once an update has been asked of the run (NULL: never), so the
     # workflow tasks of the many runs without updates skip looking for them.
     sa.Column("has_updates", sa.SmallInteger, nullable=True),
+    # Migration 9: the run's cron schedule (NULL: none): when it closes, the next run starts.
+    sa.Column("cron_schedule", sa.Text, nullable=True),
 )
 sa.Index(
     "dn_executions_open_workflow_id",
@@ -231,7 +233,8 @@ queries = sa.Table(
 )
 sa.Index("dn_queries_poll", queries.c.namespace, queries.c.task_queue, queries.c.state)
 
-# Migration 5: updates: requested (1), accepted (2), completed (3), rejected (4).
+# Migration 5: updates: requested (1), accepted (2), completed (3), rejected (4); abandoned (5)
+# when the run closed first.
 updates = sa.Table(
     "dn_updates",
     metadata,
@@ -267,3 +270,5 @@ UPDATE_REQUESTED = 1
 UPDATE_ACCEPTED = 2
 UPDATE_COMPLETED = 3
 UPDATE_REJECTED = 4
+#: The run closed (or continued as new) before the update finished.
+UPDATE_ABANDONED = 5

@@ -22,6 +22,7 @@ from .queries import (
     _EXEC_COLS,
     _N_EXEC_COLS,
     _WFT_NAMES,
+    ABANDON_UPDATES,
     ACT_BUSY,
     ACTS_OF_RUN,
     ANSWER_QUERY,
@@ -41,6 +42,7 @@ from .queries import (
     ENSURE_NAMESPACE,
     EVENTS_OF_TYPE,
     FIND_UPDATE,
+    FIND_UPDATE_BY_ID,
     FIRST_EVENT,
     GET_ACT_LOCK,
     GET_EXEC,
@@ -656,6 +658,17 @@ class StoreTx:
             return 0
         self._q(SET_UPDATE, {"id": row.id, "state": state, "outcome": outcome})
         return int(row.id)
+
+    def find_update_by_id(self, run_id: str, update_id: str) -> Row | None:
+        """A run's update with this update id, in any state."""
+        return self._one(FIND_UPDATE_BY_ID, {"run_id": run_id, "update_id": update_id})
+
+    def abandon_updates(self, run_id: str, outcome: str, accepted_outcome: str) -> list[int]:
+        """Mark the run's unfinished updates abandoned, with ``accepted_outcome`` for those
+        that were accepted and ``outcome`` for the others; their row ids."""
+        params = {"run_id": run_id, "outcome": outcome, "accepted_outcome": accepted_outcome}
+        rows = self._q(ABANDON_UPDATES, params).fetchall()
+        return [int(r[0]) for r in rows]
 
     def get_update(self, row_id: int) -> Row | None:
         """An update row."""

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -19,12 +20,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .. import activity as activity_api
-from .._model.definitions import ActivityDefinition
+from .._model.definitions import ActivityDefinition, find_definition
 from .._service.handoff import Handoffs
 from .._service.service import Service
 from .._service.state import activity_channel
 from .._service.types import ActivityTask, WorkflowTask
-from ..common import Priority, RetryPolicy
+from ..common import Priority, RawValue, RetryPolicy
 from ..converter import DataConverter
 from ..exceptions import ActivityNotFoundError, ApplicationError, CancelledError, StoreError
 from .metrics import WorkerMetrics
@@ -41,6 +42,11 @@ def _dt(epoch: float) -> datetime:
 
 def _td(seconds: float | None) -> timedelta | None:
     return None if not seconds else timedelta(seconds=seconds)
+
+
+def _retry_policy(text: str | None) -> RetryPolicy | None:
+    policy = json.loads(text) if text else None
+    return RetryPolicy.from_json(policy) if policy else None
 
 
 class _Running:
@@ -270,7 +276,7 @@ class ActivityRunner(Poller[ActivityTask]):
 
     async def _run(self, task: ActivityTask) -> None:
         loop = asyncio.get_running_loop()
-        defn = self.definitions.get(task.activity_type)
+        defn = find_definition(self.definitions, task.activity_type)
         if defn is None:
             known = ", ".join(sorted(self.definitions)) or "none"
             err = ApplicationError(
@@ -287,6 +293,11 @@ class ActivityRunner(Poller[ActivityTask]):
             await running.flush()
         finally:
             self._running.pop(task.token, None)
+            # The attempt's objects refer to each other (its context's heartbeat is a
+            # method of ``running``, which holds the task whose context holds it): let go
+            # so they are freed at once, not left to the cycle collector.
+            running.context = None
+            running.async_task = None
         if outcome is not None:
             await self._report(task, outcome)
 
@@ -311,7 +322,7 @@ class ActivityRunner(Poller[ActivityTask]):
             workflow_run_id=task.run_id,
             workflow_type=task.workflow_type,
             priority=Priority.default,
-            retry_policy=RetryPolicy.from_json(task.retry_policy) if task.retry_policy else None,
+            retry_policy=_retry_policy(task.retry_policy),
         )
 
     async def _execute(
@@ -320,13 +331,19 @@ class ActivityRunner(Poller[ActivityTask]):
         """Run the attempt; its outcome to report, or None when the activity said it will
         be completed from elsewhere (``activity.raise_complete_async()``)."""
         try:
-            args = self.converter.from_payloads_json(task.input, defn.arg_types)
+            if defn.dynamic:  # one sequence of the arguments, left encoded
+                hints = [RawValue] * len(task.input or [])
+                args = [self.converter.from_payloads_json(task.input, hints)]
+            else:
+                args = self.converter.from_payloads_json(task.input, defn.arg_types)
             details = self.converter.from_payloads_json(task.heartbeat_details)
         except Exception as err:
             return (self.service.fail_activity, self.converter.to_failure(err))
         loop = asyncio.get_running_loop()
         ctx = activity_api._Context(
-            self._info(task, details),
+            # Made when the activity first asks (most never do): the Info of every attempt
+            # would cost more than the attempt's own bookkeeping.
+            functools.cache(functools.partial(self._info, task, details)),
             running.heartbeat,
             cancelled=activity_api._Signal(loop),
             worker_shutdown=activity_api._Signal(loop),

@@ -12,14 +12,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from .._model import commands as cmd
-from .._model.definitions import WorkflowDefinition
+from .._model.definitions import ActivityDefinition, WorkflowDefinition, find_definition
 from .._model.events import HistoryEvent
 from .._replay.driver import CacheMismatchError, HistoryDriver
 from .._replay.handlers import WorkflowTaskError
@@ -37,8 +37,9 @@ from ..converter import (
     Payload,
     check_payloads_size,
 )
-from ..exceptions import NondeterminismError, PayloadSizeError, StoreError
+from ..exceptions import ApplicationError, NondeterminismError, PayloadSizeError, StoreError
 from .activation import ActivationThread, DeadlockDetected
+from .local import run_local_activity
 from .metrics import WorkerMetrics
 from .slots import Poller
 
@@ -80,6 +81,9 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         poll_interval: float,
         metrics: WorkerMetrics,
         eager_activities: bool = True,
+        local_activities: Mapping[str, ActivityDefinition] | None = None,
+        client: Any = None,
+        failure_exception_types: Sequence[type[BaseException]] = (),
     ) -> None:
         super().__init__(
             service,
@@ -98,6 +102,11 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         metrics.workflow_slots_total = max_concurrent
         #: Off with Worker(disable_eager_activity_execution=True).
         self.eager_activities = eager_activities
+        #: The worker's activities, which its workflows may run as local activities.
+        self.local_activities: Mapping[str, ActivityDefinition] = local_activities or {}
+        self.client = client
+        #: Worker(workflow_failure_exception_types=...): added to each definition's.
+        self.failure_exception_types = tuple(failure_exception_types)
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="durable-query")
         self._activations = ActivationThread(
             deadlock_timeout, name=f"durable-workflow-{task_queue}"
@@ -116,7 +125,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         """Use a new definition for its type; cached runs of the type replay against it."""
         self.definitions[defn.name] = defn
         for run_id, entry in list(self._cache.items()):
-            if entry.workflow_type == defn.name:
+            if find_definition(self.definitions, entry.workflow_type) is defn:
                 self._evict(run_id, forced=False)
 
     # -- polling ------------------------------------------------------------------------
@@ -161,7 +170,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
 
     async def _answer(self, query: QueryTask) -> None:
         """Answer a query by replaying the run's history into a fresh instance."""
-        defn = self.definitions.get(query.workflow_type)
+        defn = find_definition(self.definitions, query.workflow_type)
         answer: list[dict[str, Any]] | None = None
         failure: str | None = None
         if defn is None:
@@ -238,7 +247,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
     # -- one task -----------------------------------------------------------------------
 
     async def _handle(self, task: WorkflowTask) -> None:
-        defn = self.definitions.get(task.workflow_type)
+        defn = find_definition(self.definitions, task.workflow_type)
         if defn is None:
             known = ", ".join(sorted(self.definitions)) or "none"
             await self._fail(
@@ -275,8 +284,11 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         try:
             _check_command_sizes(commands)
         except PayloadSizeError as err:
+            # Refused before anything is recorded: the task fails, the run stays open and
+            # the task is retried (see _check_command_sizes for what Temporal does).
             self._evict(task.run_id, forced=False)
-            await self._fail(task, CAUSE_UNHANDLED, err, reason="WorkflowError")
+            cause, refusal = _size_refusal(err)
+            await self._fail(task, cause, refusal, reason="PayloadsTooLarge")
             return
         wanted = (
             sum(
@@ -347,6 +359,22 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         self._cache_next[task.run_id] = entry.driver.next_event_id
         if took >= max(SLOW_ACTIVATION_SECONDS, len(events) / 20_000):
             self._report_slow(task, took, len(events))
+        # Local activities run now, inside the task; their outcomes go back to the run in
+        # more activations of the same task, until it asks for none.
+        requests = entry.driver.instance.take_local_requests()
+        while requests:
+            commands = list(commands)
+            outcomes = await asyncio.gather(
+                *(
+                    run_local_activity(
+                        r, self.local_activities, self.converter, self._pool, self.client
+                    )
+                    for r in requests
+                )
+            )
+            more, _ = await run(entry.driver.resolve_local_activities, outcomes)
+            commands += more
+            requests = entry.driver.instance.take_local_requests()
         return commands
 
     def _report_slow(self, task: WorkflowTask, took: float, n_events: int) -> None:
@@ -373,6 +401,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             task_queue=task.task_queue,
             converter=self.converter,
         )
+        instance.failure_types += self.failure_exception_types
         entry = _Cached(HistoryDriver(instance), task.workflow_type)
         while len(self._cache) >= self.max_cached and self._cache:
             oldest = next(iter(self._cache))
@@ -430,37 +459,157 @@ def _deadlock_error(task: WorkflowTask, err: DeadlockDetected) -> RuntimeError:
     )
 
 
-def _check_command_sizes(commands: list[cmd.Command]) -> None:
-    # Sizes are read off the base64 lengths (exact for the canonical base64 our converter
-    # writes); payloads are decoded, and messages built, only when a limit is passed.
-    total = 0
-    carried: list[dict[str, object]] = []
-    for command in commands:
-        payloads, what = _payloads_of(command)
-        if not payloads:
-            continue
-        size = sum(_json_payload_size(p) for p in payloads)
-        total += size
-        carried += payloads
-        if size > MAX_PAYLOAD_BYTES:
-            check_payloads_size([Payload.from_json(p) for p in payloads], what=what)
-    if total > MAX_TRANSACTION_BYTES:
-        check_payloads_size(
-            [Payload.from_json(p) for p in carried],
-            what="the commands of one workflow task",
-            limit=MAX_TRANSACTION_BYTES,
+#: How Temporal refuses a completion whose payloads are over the limits. temporalio 1.35's
+#: worker (sdk-core, ``crates/sdk-core/src/worker/client.rs``, ``complete_workflow_task``)
+#: runs ``check_payload_limits`` (``temporalio_client``'s payload-limit visitor) over the
+#: RespondWorkflowTaskCompleted request before sending it: every payload field (a command's
+#: input, result, failure details, marker details, ...) and every memo is measured against
+#: the namespace's error limits (``limit.blobSize.error`` and ``limit.memoSize.error``, 2 MB
+#: each by default, read with DescribeNamespace). The first field over its limit makes the
+#: worker send RespondWorkflowTaskFailed instead, with cause PAYLOADS_TOO_LARGE and an
+#: application failure of type "PayloadSizeLimitExceeded" (``payload_size_exceeded_failure``
+#: there), not CAUSE_UNHANDLED; its message is a fixed "[TMPRL1103] Attempted to upload
+#: payloads with size that exceeded the error limit.", where ours names the command and the
+#: size. The run is neither failed nor terminated: the server records WorkflowTaskFailed and
+#: schedules the task again (``service/history/api/respondworkflowtaskfailed/api.go``; it
+#: records a failure of the first attempt only, later ones leave no event, like this
+#: engine's transient retries), so a fixed deployment carries the run on. (With
+#: ``disable_payload_error_limit=True`` the server's own check, ``workflow_size_checker.go``
+#: and ``workflow_task_completed_handler.go`` in ``respondworkflowtaskcompleted``, would
+#: terminate the run instead, e.g. "BadScheduleActivityAttributes:
+#: ScheduleActivityTaskCommandAttributes.Input exceeds size limit."; this engine does what
+#: the default worker does.)
+CAUSE_PAYLOADS_TOO_LARGE = "WORKFLOW_TASK_FAILED_CAUSE_PAYLOADS_TOO_LARGE"
+#: A completion over the 4 MB that one gRPC message may carry never reaches the server;
+#: sdk-core (``crates/sdk-core/src/worker/workflow/mod.rs``, on the completion's
+#: "message too large" status) then fails the task with cause GRPC_MESSAGE_TOO_LARGE and
+#: a non-retryable application failure of type "GrpcMessageTooLarge". The engine's 4 MB
+#: per workflow task stands for that limit.
+CAUSE_GRPC_MESSAGE_TOO_LARGE = "WORKFLOW_TASK_FAILED_CAUSE_GRPC_MESSAGE_TOO_LARGE"
+
+
+class _TaskTooLarge(PayloadSizeError):
+    """The commands of one workflow task together carry more than 4 MB."""
+
+
+def _size_refusal(err: PayloadSizeError) -> tuple[str, ApplicationError]:
+    """The workflow-task failure cause and failure for a refused completion."""
+    if isinstance(err, _TaskTooLarge):
+        return CAUSE_GRPC_MESSAGE_TOO_LARGE, ApplicationError(
+            str(err), type="GrpcMessageTooLarge", non_retryable=True
         )
+    return CAUSE_PAYLOADS_TOO_LARGE, ApplicationError(str(err), type="PayloadSizeLimitExceeded")
 
 
-def _payloads_of(command: cmd.Command) -> tuple[list[dict[str, object]], str]:
-    """The payloads a command carries, and how an error names them."""
+def _check_command_sizes(commands: list[cmd.Command]) -> None:
+    """Refuse commands whose payloads are over the limits: 2 MB per payload field of a
+    command (its input, result, failure details, ...), 4 MB for the whole task.
+
+    Sizes are read off the base64 lengths (exact for the canonical base64 our converter
+    writes); payloads are decoded, and messages built, only when a limit is passed."""
+    total = 0
+    for command in commands:
+        for part, payloads in _payloads_of(command):
+            size = 0
+            for payload in payloads:
+                size += _json_payload_size(payload)
+            if size > MAX_PAYLOAD_BYTES:
+                check_payloads_size(
+                    [Payload.from_json(p) for p in payloads], what=_name_of(command, part)
+                )
+            total += size
+    if total > MAX_TRANSACTION_BYTES:
+        carried = [Payload.from_json(p) for c in commands for _, ps in _payloads_of(c) for p in ps]
+        try:
+            check_payloads_size(
+                carried, what="the commands of one workflow task", limit=MAX_TRANSACTION_BYTES
+            )
+        except PayloadSizeError as err:
+            raise _TaskTooLarge(str(err)) from None
+
+
+_NO_PAYLOADS: tuple[tuple[str, list[dict[str, Any]]], ...] = ()
+
+
+def _payloads_of(command: cmd.Command) -> Sequence[tuple[str, list[dict[str, Any]]]]:
+    """The payload fields a command carries, each as (which field, its payloads).
+
+    Memo: no command of this engine carries one yet (child workflows and continue-as-new
+    start with an empty memo); when one does, its fields go here as ("memo", ...) parts,
+    each checked like a payload field, as sdk-core checks a command's memo."""
     if isinstance(command, cmd.ScheduleActivityTask):
-        return command.input, f"input of activity {command.activity_type}"
+        return (("input", command.input),)
+    if isinstance(command, cmd.StartChildWorkflowExecution):
+        return (("input", command.input),)
+    if isinstance(command, cmd.SignalExternalWorkflowExecution):
+        return (("input", command.input),)
     if isinstance(command, cmd.CompleteWorkflowExecution):
-        return command.result, "workflow result"
+        return (("result", command.result),)
     if isinstance(command, cmd.ContinueAsNewWorkflowExecution):
-        return command.input, "continue-as-new input"
-    return [], ""
+        return (("input", command.input),)
+    if isinstance(command, cmd.CompleteUpdate):
+        if command.failure is not None:
+            return (("failure", _failure_payloads(command.failure)),)
+        return (("result", command.result or []),)
+    if isinstance(command, cmd.FailWorkflowExecution):
+        return (("failure", _failure_payloads(command.failure)),)
+    if isinstance(command, cmd.CancelWorkflowExecution):
+        return (("details", command.details),)
+    if isinstance(command, cmd.RecordMarker):
+        details = [p for field in command.details.values() for p in field.get("payloads") or []]
+        if command.failure is not None:
+            return (("details", details), ("failure", _failure_payloads(command.failure)))
+        return (("details", details),)
+    if isinstance(command, cmd.UpsertWorkflowSearchAttributes):
+        return (("values", list(command.search_attributes.values())),)
+    return _NO_PAYLOADS
+
+
+def _name_of(command: cmd.Command, part: str) -> str:
+    """How an error names one payload field of a command (built only for an error)."""
+    if isinstance(command, cmd.ScheduleActivityTask):
+        return f"input of activity {command.activity_type}"
+    if isinstance(command, cmd.StartChildWorkflowExecution):
+        return f"input of child workflow {command.workflow_type} (id {command.workflow_id!r})"
+    if isinstance(command, cmd.SignalExternalWorkflowExecution):
+        return f"input of signal {command.signal_name!r} to workflow {command.workflow_id!r}"
+    if isinstance(command, cmd.CompleteWorkflowExecution):
+        return "workflow result"
+    if isinstance(command, cmd.ContinueAsNewWorkflowExecution):
+        return f"continue-as-new input of workflow {command.workflow_type}"
+    if isinstance(command, cmd.CompleteUpdate):
+        update = f"update {command.name!r}" if command.name else f"update id {command.update_id!r}"
+        return f"{'failure details' if part == 'failure' else 'result'} of {update}"
+    if isinstance(command, cmd.FailWorkflowExecution):
+        return "failure details of the workflow"
+    if isinstance(command, cmd.CancelWorkflowExecution):
+        return "cancellation details of the workflow"
+    if isinstance(command, cmd.RecordMarker):
+        which = "failure details" if part == "failure" else "details"
+        return f"{which} of marker {command.marker_name!r}"
+    if isinstance(command, cmd.UpsertWorkflowSearchAttributes):
+        names = ", ".join(repr(n) for n in sorted(command.search_attributes))
+        return f"values of search attributes {names}"
+    return command.describe()
+
+
+def _failure_payloads(failure: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every payload in a Failure: its info's details, its encoded attributes, and those
+    of its causes."""
+    out: list[dict[str, Any]] = []
+    node: Any = failure
+    while isinstance(node, dict):
+        for key, info in node.items():
+            if key.endswith("FailureInfo") and isinstance(info, dict):
+                for field_name in ("details", "lastHeartbeatDetails"):
+                    held = info.get(field_name)
+                    if isinstance(held, dict):
+                        out += held.get("payloads") or []
+        encoded = node.get("encodedAttributes")
+        if isinstance(encoded, dict):
+            out.append(encoded)
+        node = node.get("cause")
+    return out
 
 
 def _b64_size(text: object) -> int:

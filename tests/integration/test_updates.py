@@ -108,7 +108,9 @@ async def test_an_update_waiting_across_the_schema_upgrade_is_delivered(
     handle = await client.start_workflow(
         Cart.run, id="upgrade-" + uuid.uuid4().hex, task_queue=task_queue
     )
-    asking = asyncio.create_task(handle.execute_update(Cart.size, timeout=timedelta(seconds=20)))
+    asking = asyncio.create_task(
+        handle.execute_update(Cart.size, rpc_timeout=timedelta(seconds=20))
+    )
 
     def flag(tx: StoreTx) -> object:
         row = tx._q(

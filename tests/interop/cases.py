@@ -2,46 +2,198 @@
 what the client does while it runs. :func:`record` runs one case on our engine and
 returns the history of the run it is about.
 
-Used by ``test_temporalio_replay.py`` (histories replayed by temporalio) and by
-``tests/replay/record_golden.py`` (the golden histories of ``tests/replay/histories``).
+Used by ``test_temporalio_replay.py`` (histories replayed by temporalio), by
+``tests/replay/record_golden.py`` (the golden histories of ``tests/replay/histories``) and by
+``tests/replay/record_on_temporal.py`` (the same cases on Temporal's dev server). A case's
+``drive`` and ``start`` are written once for both: they get the client-side names (``api``:
+:data:`ENGINE_API` or ``temporal_api()``) and the workflow module (``engine_code`` or
+``temporal_code``) to use.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
-from engine import Client, Worker, WorkflowFailureError, WorkflowHandle, WorkflowHistory
+import engine.client
+import engine.common
+from engine import Client, Worker, WorkflowFailureError, WorkflowHistory
 
 from . import engine_code as code
 
-Drive = Callable[[WorkflowHandle], Awaitable[None]]
+JsonDict = dict[str, Any]
+
+#: What a drive does with the running case's handle: (handle, workflow module, api).
+Drive = Callable[[Any, ModuleType, SimpleNamespace], Awaitable[None]]
+#: How a case starts its run instead of ``start_workflow``: (client, workflow module, api,
+#: task queue, workflow id) -> the run's handle.
+Start = Callable[[Any, ModuleType, SimpleNamespace, str, str], Awaitable[Any]]
+
+#: The client-side names a drive or start uses, on our engine.
+ENGINE_API = SimpleNamespace(
+    WithStartWorkflowOperation=engine.client.WithStartWorkflowOperation,
+    WorkflowUpdateStage=engine.client.WorkflowUpdateStage,
+    WorkflowIDConflictPolicy=engine.common.WorkflowIDConflictPolicy,
+)
 
 
-async def wait_for_event(handle: WorkflowHandle, event_type: str, count: int = 1) -> None:
+def temporal_api() -> SimpleNamespace:
+    """The same names from ``temporalio`` (imported when called)."""
+    import temporalio.client
+    import temporalio.common
+
+    return SimpleNamespace(
+        WithStartWorkflowOperation=temporalio.client.WithStartWorkflowOperation,
+        WorkflowUpdateStage=temporalio.client.WorkflowUpdateStage,
+        WorkflowIDConflictPolicy=temporalio.common.WorkflowIDConflictPolicy,
+    )
+
+
+def _event_types(history: Any) -> list[str]:
+    """Event type names (``WorkflowTaskCompleted``) of our history or of temporalio's."""
+    if isinstance(history, WorkflowHistory):
+        return [e.event_type for e in history.events]
+    names = [e["eventType"] for e in json.loads(history.to_json())["events"]]
+    return [
+        "".join(w.capitalize() for w in n.removeprefix("EVENT_TYPE_").split("_")) for n in names
+    ]
+
+
+async def wait_for_event(handle: Any, event_type: str, count: int = 1) -> None:
     """Poll the history until it holds ``count`` events of ``event_type`` (10 s at most)."""
     for _ in range(1000):
-        events = (await handle.fetch_history()).events
-        if sum(e.event_type == event_type for e in events) >= count:
+        types = _event_types(await handle.fetch_history())
+        if types.count(event_type) >= count:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"the run never recorded {count} x {event_type}")
 
 
-async def _send_two_signals(handle: WorkflowHandle) -> None:
+async def _send_two_signals(handle: Any, wf: ModuleType, api: SimpleNamespace) -> None:
     # One signal per workflow task, as in Temporal's sample of the same workflow.
     await wait_for_event(handle, "WorkflowTaskCompleted")
-    await handle.signal(code.SignalWF.add_message, "first")
+    await handle.signal(wf.SignalWF.add_message, "first")
     await wait_for_event(handle, "WorkflowTaskCompleted", 2)
-    await handle.signal(code.SignalWF.add_message, "second")
+    await handle.signal(wf.SignalWF.add_message, "second")
 
 
-async def _cancel_while_sleeping(handle: WorkflowHandle) -> None:
+async def _cancel_while_sleeping(handle: Any, wf: ModuleType, api: SimpleNamespace) -> None:
     await wait_for_event(handle, "TimerStarted")
     await handle.cancel()
+
+
+async def _two_updates_under_a_lock(handle: Any, wf: ModuleType, api: SimpleNamespace) -> None:
+    # Each step waits for the one before it, so every run records the same events.
+    await wait_for_event(handle, "WorkflowTaskCompleted")
+    accepted = api.WorkflowUpdateStage.ACCEPTED
+    hold = await handle.start_update(wf.LockedUpdatesWF.hold, wait_for_stage=accepted, id="hold")
+    book = await handle.start_update(
+        wf.LockedUpdatesWF.book, "Temporal", wait_for_stage=accepted, id="book"
+    )
+    await handle.signal(wf.LockedUpdatesWF.release)
+    assert [await hold.result(), await book.result()] == ["held", "Hello, Temporal!"]
+
+
+async def _signals_before_and_after_handlers(
+    handle: Any, wf: ModuleType, api: SimpleNamespace
+) -> None:
+    # One signal per workflow task: two with no handler yet (kept), the one that makes the
+    # run set its handlers (the kept two reach them), then one for each handler.
+    sent = [("add", "early"), ("extra", "x"), ("begin", None), ("add", "late"), ("ping", "y")]
+    for count, (name, arg) in enumerate(sent, start=1):
+        await wait_for_event(handle, "WorkflowTaskCompleted", count)
+        await handle.signal(name, *([] if arg is None else [arg]))
+
+
+async def _messenger_and_its_targets(
+    client: Any, wf: ModuleType, api: SimpleNamespace, task_queue: str, workflow_id: str
+) -> Any:
+    # The runs it signals and cancels are running before it starts.
+    await client.start_workflow(
+        wf.SignalWF.run, 1, id=f"{workflow_id}-receiver", task_queue=task_queue
+    )
+    sleeper = await client.start_workflow(
+        wf.CancelCleanupWF.run, "the lock", id=f"{workflow_id}-sleeper", task_queue=task_queue
+    )
+    await wait_for_event(sleeper, "TimerStarted")
+    return await client.start_workflow(
+        wf.MessengerWF.run, workflow_id, id=workflow_id, task_queue=task_queue
+    )
+
+
+def _last_event(history: Any) -> tuple[str, JsonDict]:
+    """The last event's type name and attributes, in our history or in temporalio's."""
+    if isinstance(history, WorkflowHistory):
+        return history.events[-1].event_type, dict(history.events[-1].attributes)
+    last = json.loads(history.to_json())["events"][-1]
+    kind = "".join(w.capitalize() for w in last["eventType"].removeprefix("EVENT_TYPE_").split("_"))
+    attrs = next((v for k, v in last.items() if k.endswith("Attributes")), {})
+    return kind, attrs
+
+
+async def _two_cron_runs(
+    client: Any, wf: ModuleType, api: SimpleNamespace, task_queue: str, workflow_id: str
+) -> Any:
+    first = await client.start_workflow(
+        wf.CronWF.run, "tick", id=workflow_id, task_queue=task_queue, cron_schedule="@every 2s"
+    )
+    run_id = first.result_run_id
+    for _ in range(2):  # the first run, then the second, complete and chain on
+        for _ in range(3000):
+            kind, attrs = _last_event(
+                await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+            )
+            if kind == "WorkflowExecutionCompleted":
+                run_id = attrs["newExecutionRunId"]
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the cron run never completed")
+    await client.get_workflow_handle(workflow_id).terminate(reason="enough ticks")
+    return client.get_workflow_handle(workflow_id, run_id=first.result_run_id)
+
+
+async def _with_a_memo(
+    client: Any, wf: ModuleType, api: SimpleNamespace, task_queue: str, workflow_id: str
+) -> Any:
+    return await client.start_workflow(
+        wf.MemoWF.run, "Temporal", id=workflow_id, task_queue=task_queue, memo={"origin": "test"}
+    )
+
+
+async def _signal_with_start(
+    client: Any, wf: ModuleType, api: SimpleNamespace, task_queue: str, workflow_id: str
+) -> Any:
+    return await client.start_workflow(
+        wf.SignalWF.run,
+        1,
+        id=workflow_id,
+        task_queue=task_queue,
+        start_signal="add_message",
+        start_signal_args=["with the start"],
+    )
+
+
+async def _update_with_start(
+    client: Any, wf: ModuleType, api: SimpleNamespace, task_queue: str, workflow_id: str
+) -> Any:
+    start = api.WithStartWorkflowOperation(
+        wf.UpdateFirstWF.run,
+        "Temporal",
+        id=workflow_id,
+        task_queue=task_queue,
+        id_conflict_policy=api.WorkflowIDConflictPolicy.FAIL,
+    )
+    result = await client.execute_update_with_start_workflow(
+        wf.UpdateFirstWF.set_value, "first", start_workflow_operation=start
+    )
+    assert result == "set first", result
+    return await start.workflow_handle()
 
 
 @dataclass(frozen=True)
@@ -53,6 +205,8 @@ class Case:
     arg: Any
     closes: str  # the closing event type of the run whose history is kept
     drive: Drive | None = None
+    #: Starts the run instead of ``client.start_workflow(workflow.run, arg)``.
+    start: Start | None = None
     #: The run's result, when the case checks it.
     result: Any = None
     #: Needs real time (the heartbeat must reach the service before the attempt fails).
@@ -112,6 +266,80 @@ CASES: list[Case] = [
         result="resumed at step 5 of 10 on attempt 2",
         real_time=True,
     ),
+    Case(
+        "updates_under_a_lock",
+        code.LockedUpdatesWF,
+        2,
+        "WorkflowExecutionCompleted",
+        drive=_two_updates_under_a_lock,
+        result=["held", "Hello, Temporal!"],
+    ),
+    Case(
+        "update_with_start",
+        code.UpdateFirstWF,
+        None,
+        "WorkflowExecutionCompleted",
+        start=_update_with_start,
+        result="Hello, Temporal! first",
+    ),
+    Case(
+        "local_activities",
+        code.LocalActivitiesWF,
+        "Temporal",
+        "WorkflowExecutionCompleted",
+        result=[
+            "Hello, Temporal!",
+            "Hello, regular!",
+            "Temporal on attempt 3, local: True",
+            "ApplicationError PermanentError: permanent failure for Temporal",
+        ],
+    ),
+    Case(
+        "cron_schedule",
+        code.CronWF,
+        None,
+        "WorkflowExecutionCompleted",
+        start=_two_cron_runs,
+    ),
+    Case(
+        "upsert_memo",
+        code.MemoWF,
+        None,
+        "WorkflowExecutionCompleted",
+        start=_with_a_memo,
+        result={"greeting": "Hello, Temporal!", "origin": "test"},
+    ),
+    Case(
+        "signal_with_start",
+        code.SignalWF,
+        None,
+        "WorkflowExecutionCompleted",
+        start=_signal_with_start,
+        result=["with the start"],
+    ),
+    Case(
+        "external_signal_and_cancel",
+        code.MessengerWF,
+        None,
+        "WorkflowExecutionCompleted",
+        start=_messenger_and_its_targets,
+        result=[
+            "signalled",
+            "cancel requested",
+            "signal failed: ExternalWorkflowExecutionNotFound: Unable to signal external "
+            "workflow because it was not found",
+            "cancel failed: ExternalWorkflowExecutionNotFound: Unable to cancel external "
+            "workflow because not found",
+        ],
+    ),
+    Case(
+        "dynamic_signals",
+        code.LateHandlersWF,
+        4,
+        "WorkflowExecutionCompleted",
+        drive=_signals_before_and_after_handlers,
+        result=["add early", "extra x", "add late", "ping y"],
+    ),
 ]
 
 BY_FEATURE = {c.feature: c for c in CASES}
@@ -128,18 +356,23 @@ async def record(client: Client, case: Case) -> WorkflowHistory:
     async with Worker(
         client, task_queue=task_queue, workflows=code.ALL_WORKFLOWS, activities=code.ALL_ACTIVITIES
     ):
-        handle = await client.start_workflow(
-            case.workflow, case.arg, id=workflow_id, task_queue=task_queue
-        )
+        if case.start is not None:
+            handle = await case.start(client, code, ENGINE_API, task_queue, workflow_id)
+        else:
+            handle = await client.start_workflow(
+                case.workflow, case.arg, id=workflow_id, task_queue=task_queue
+            )
         if case.drive is not None:
-            await case.drive(handle)
+            await case.drive(handle, code, ENGINE_API)
         try:
             result = await asyncio.wait_for(handle.result(), 20)
         except WorkflowFailureError:
             result = None
     if case.result is not None and result != case.result:
         raise AssertionError(f"{case.feature}: the run returned {result!r}, not {case.result!r}")
-    first = client.get_workflow_handle(workflow_id, run_id=handle.first_execution_run_id)
+    first = client.get_workflow_handle(
+        workflow_id, run_id=handle.first_execution_run_id or handle.run_id
+    )
     history = await first.fetch_history()
     closing = history.events[-1].event_type
     if closing != case.closes:

@@ -11,10 +11,11 @@ Importing this module has no side effects: temporalio's sandbox re-imports it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio import activity, workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 TIMEOUT = timedelta(seconds=30)
@@ -98,7 +99,27 @@ class Shout:
 
 greeter = Greeter("Howdy")
 
-ALL_ACTIVITIES = [say_hello, noop, flaky, always_fails, release, resumable, greeter.greet, Shout()]
+
+@activity.defn
+async def flaky_local(name: str) -> str:
+    """A local activity that fails twice, then reports where it ran."""
+    info = activity.info()
+    if info.attempt < 3:
+        raise ApplicationError(f"attempt {info.attempt} fails", type="FlakyError")
+    return f"{name} on attempt {info.attempt}, local: {info.is_local}"
+
+
+ALL_ACTIVITIES = [
+    say_hello,
+    noop,
+    flaky,
+    flaky_local,
+    always_fails,
+    release,
+    resumable,
+    greeter.greet,
+    Shout(),
+]
 
 
 # -- workflows --------------------------------------------------------------------------
@@ -326,6 +347,174 @@ class ParentWF:
         return f"child said: {greeting}"
 
 
+@workflow.defn
+class LockedUpdatesWF:
+    """Two updates under one lock: ``hold`` keeps it until the ``release`` signal, ``book``
+    waits for it and then runs an activity. When ``hold`` returns, Temporal records its
+    completion before the activity that its release of the lock lets ``book`` schedule."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.released = False
+        self.done: list[str] = []
+
+    @workflow.run
+    async def run(self, updates: int) -> list[str]:
+        await workflow.wait_condition(lambda: len(self.done) >= updates)
+        return self.done
+
+    @workflow.signal
+    def release(self) -> None:
+        self.released = True
+
+    @workflow.update
+    async def hold(self) -> str:
+        async with self.lock:
+            await workflow.wait_condition(lambda: self.released)
+            self.done.append("held")
+            return "held"
+
+    @workflow.update
+    async def book(self, name: str) -> str:
+        async with self.lock:
+            receipt = await workflow.execute_activity(
+                say_hello, name, start_to_close_timeout=TIMEOUT
+            )
+            self.done.append(receipt)
+            return receipt
+
+
+@workflow.defn
+class UpdateFirstWF:
+    """Started by update-with-start: the update runs before the run method's first step,
+    so its events come before the activity the run schedules at once."""
+
+    def __init__(self) -> None:
+        self.value = ""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        greeting = await workflow.execute_activity(say_hello, name, start_to_close_timeout=TIMEOUT)
+        await workflow.wait_condition(lambda: bool(self.value))
+        return f"{greeting} {self.value}"
+
+    @workflow.update
+    def set_value(self, value: str) -> str:
+        self.value = value
+        return f"set {value}"
+
+
+@workflow.defn
+class MessengerWF:
+    """Signals one run and cancels another by workflow id, then tries both on an id with no
+    run: each failure comes back as the error Temporal's SDK raises."""
+
+    @workflow.run
+    async def run(self, base_id: str) -> list[str]:
+        said: list[str] = []
+        receiver = workflow.get_external_workflow_handle(f"{base_id}-receiver")
+        await receiver.signal(SignalWF.add_message, "from another run")
+        said.append("signalled")
+        sleeper = workflow.get_external_workflow_handle_for(
+            CancelCleanupWF.run, f"{base_id}-sleeper"
+        )
+        await sleeper.cancel()
+        said.append("cancel requested")
+        nobody = workflow.get_external_workflow_handle(f"{base_id}-nobody")
+        try:
+            await nobody.signal("add_message", "lost")
+        except ApplicationError as err:
+            said.append(f"signal failed: {err.type}: {err.message}")
+        try:
+            await nobody.cancel()
+        except ApplicationError as err:
+            said.append(f"cancel failed: {err.type}: {err.message}")
+        return said
+
+
+@workflow.defn
+class LateHandlersWF:
+    """Sets its signal handlers only once told to begin: one for "add" and a dynamic one
+    for every other name. Signals sent before then wait for the handler that takes them."""
+
+    def __init__(self) -> None:
+        self.go = False
+        self.got: list[str] = []
+
+    @workflow.run
+    async def run(self, count: int) -> list[str]:
+        await workflow.wait_condition(lambda: self.go)
+        workflow.set_signal_handler("add", self.add)
+        workflow.set_dynamic_signal_handler(self.other)
+        await workflow.wait_condition(lambda: len(self.got) >= count)
+        return self.got
+
+    @workflow.signal
+    def begin(self) -> None:
+        self.go = True
+
+    def add(self, text: str) -> None:
+        self.got.append(f"add {text}")
+
+    def other(self, name: str, args: Sequence[RawValue]) -> None:
+        converter = workflow.payload_converter()
+        texts = [converter.from_payload(arg.payload, str) for arg in args]
+        self.got.append(f"{name} {' '.join(texts)}")
+
+
+@workflow.defn
+class LocalActivitiesWF:
+    """Local activities before and after a regular one, the last one retried twice inside
+    its workflow task; a local activity that fails for good raises its own error."""
+
+    @workflow.run
+    async def run(self, name: str) -> list[str]:
+        first = await workflow.execute_local_activity(
+            say_hello, name, start_to_close_timeout=TIMEOUT
+        )
+        second = await workflow.execute_activity(
+            say_hello, "regular", start_to_close_timeout=TIMEOUT
+        )
+        third = await workflow.execute_local_activity(
+            flaky_local,
+            name,
+            start_to_close_timeout=TIMEOUT,
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=10)),
+        )
+        try:
+            await workflow.execute_local_activity(
+                always_fails, name, start_to_close_timeout=TIMEOUT
+            )
+            fourth = "no failure"
+        except ApplicationError as err:  # not wrapped in an ActivityError, as in temporalio
+            fourth = f"{type(err).__name__} {err.type}: {err.message}"
+        return [first, second, third, fourth]
+
+
+@workflow.defn
+class CronWF:
+    """Each run of a cron schedule says what the run before it returned."""
+
+    @workflow.run
+    async def run(self, label: str) -> str:
+        previous = "none"
+        if workflow.has_last_completion_result():
+            previous = workflow.get_last_completion_result(str)
+        return f"{label} after [{previous}] on {workflow.info().cron_schedule}"
+
+
+@workflow.defn
+class MemoWF:
+    """Changes its memo twice, the second time removing a key, and reports what it sees."""
+
+    @workflow.run
+    async def run(self, name: str) -> dict[str, str]:
+        workflow.upsert_memo({"greeting": f"Hello, {name}!", "stage": "started"})
+        await workflow.sleep(0.1)
+        workflow.upsert_memo({"stage": None})
+        return {key: str(value) for key, value in sorted(workflow.memo().items())}
+
+
 ALL_WORKFLOWS = [
     HelloWF,
     SeqActivitiesWF,
@@ -342,4 +531,11 @@ ALL_WORKFLOWS = [
     CountdownWF,
     HeartbeatWF,
     ParentWF,
+    LockedUpdatesWF,
+    UpdateFirstWF,
+    MessengerWF,
+    LocalActivitiesWF,
+    CronWF,
+    MemoWF,
+    LateHandlersWF,
 ]

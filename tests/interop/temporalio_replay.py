@@ -39,9 +39,10 @@ from .temporal_code import ALL_WORKFLOWS
 WORKFLOWS = {"code": ALL_WORKFLOWS, "changed": CHANGED_WORKFLOWS}
 
 
-#: Protobuf map fields on the way (payload metadata, search attributes, memo, headers):
-#: the printer writes their entries in no fixed order, so theirs is not compared.
-_MAP_FIELDS = ("metadata", "indexedFields", "fields")
+#: Protobuf map fields on the way (payload metadata, search attributes, memo, headers, a
+#: marker's details): the printer writes their entries in no fixed order, so theirs is
+#: not compared.
+_MAP_FIELDS = ("metadata", "indexedFields", "fields", "details")
 
 
 def _diffs(ours: Any, canonical: Any, path: str, out: list[str]) -> None:

@@ -40,8 +40,19 @@ NOT_RECORDED: dict[str, set[str]] = {
 }
 #: Attribute fields we write that the samples do not have (valid Temporal fields).
 WRITTEN_EXTRA: dict[str, set[str]] = {
-    # An empty header message: Temporal's Python client sends none.
-    "WorkflowExecutionStarted": {"header"},
+    # An empty header message: Temporal's Python client sends none. The others: runs of a
+    # cron schedule and runs started with a memo, which no sample run was (Temporal's dev
+    # server writes them so: tests/replay/histories/temporal/cron_schedule.json and
+    # upsert_memo.json).
+    "WorkflowExecutionStarted": {
+        "header",
+        "cronSchedule",
+        "initiator",
+        "lastCompletionResult",
+        "memo",
+    },
+    # A cron run's close names the next run.
+    "WorkflowExecutionCompleted": {"newExecutionRunId"},
     "WorkflowExecutionSignaled": {"header"},
 }
 

@@ -152,9 +152,33 @@ async def terminate(svc: Service, clock: FrozenClock) -> Op:
     return lambda: svc.terminate(NS, "wf-1", None, "stop", [{"data": "Mw=="}], "me")
 
 
-async def _request_update(svc: Service, clock: FrozenClock) -> Op:
+async def request_update(svc: Service, clock: FrozenClock) -> Op:
     await _workflow_task(svc)  # a task is running: the update waits for the next one
-    return lambda: svc._request_update(NS, "wf-1", None, "upd", [], "u-1", "me")
+    return lambda: svc.request_update(NS, "wf-1", None, "upd", [], "u-1", "me")
+
+
+async def request_update_sent_before(svc: Service, clock: FrozenClock) -> Op:
+    await _workflow_task(svc)
+    await svc.request_update(NS, "wf-1", None, "upd", [], "u-1", "me")
+    return lambda: svc.request_update(NS, "wf-1", None, "upd", [], "u-1", "me")
+
+
+async def update_with_start(svc: Service, clock: FrozenClock) -> Op:
+    return lambda: svc.update_with_start(_request(), "upd", [{"data": "MQ=="}], "u-1")
+
+
+async def update_with_start_of_a_running_one(svc: Service, clock: FrozenClock) -> Op:
+    from engine.common import WorkflowIDConflictPolicy
+
+    await _workflow_task(svc)
+    policy = WorkflowIDConflictPolicy.USE_EXISTING
+    return lambda: svc.update_with_start(_request(id_conflict_policy=policy), "upd", [], "u-2")
+
+
+async def close_abandoning_updates(svc: Service, clock: FrozenClock) -> Op:
+    await _workflow_task(svc)
+    await svc.request_update(NS, "wf-1", None, "upd", [], "u-1", "me")
+    return lambda: svc.terminate(NS, "wf-1", None, "stop", None, "me")
 
 
 async def _ask_query(svc: Service, clock: FrozenClock) -> Op:
@@ -302,8 +326,9 @@ CASES: dict[str, list[Setup]] = {
     ],
     "signal_workflow": [signal_workflow],
     "request_cancel": [request_cancel],
-    "terminate": [terminate],
-    "_request_update": [_request_update],
+    "terminate": [terminate, close_abandoning_updates],
+    "request_update": [request_update, request_update_sent_before],
+    "update_with_start": [update_with_start, update_with_start_of_a_running_one],
     "_ask_query": [_ask_query],
     "_forget_query": [_forget_query],
     "answer_query": [answer_query],

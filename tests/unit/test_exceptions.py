@@ -195,6 +195,9 @@ _OUTSIDE_THE_TREE = {
     "engine.workflow.ContinueAsNewError",
     # The CLI's usage errors: main() prints them and exits 2; they never reach a caller.
     "engine.cli.CommandError",
+    # Warnings (RuntimeWarning, as temporalio's), given to warnings.warn, never raised.
+    "engine.workflow.UnfinishedSignalHandlersWarning",
+    "engine.workflow.UnfinishedUpdateHandlersWarning",
 }
 
 

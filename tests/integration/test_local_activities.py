@@ -1,0 +1,181 @@
+"""Local activities (both backends): run inside the workflow task, recorded as Temporal's
+``core_local_activity`` markers, retried with the policy (a long backoff becomes a timer),
+timeouts, bad input, and non-determinism when the code swaps one for a regular activity."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import timedelta
+
+from engine import ApplicationError, Client, RetryPolicy, Worker, activity, workflow
+from engine.exceptions import InvalidArgumentError, NondeterminismError, TimeoutError
+from engine.worker import Replayer
+
+CALLS: list[tuple[str, int, bool]] = []
+
+
+@activity.defn
+async def shout(text: str) -> str:
+    info = activity.info()
+    CALLS.append((text, info.attempt, info.is_local))
+    if text.startswith("fail") and info.attempt < 3:
+        raise ApplicationError(f"attempt {info.attempt}", type="Flaky")
+    return text.upper()
+
+
+@activity.defn
+def sleepy(seconds: float) -> str:  # a plain function: runs in a thread
+    import time
+
+    time.sleep(seconds)
+    return "woke"
+
+
+@workflow.defn
+class Locals:
+    @workflow.run
+    async def run(self, texts: list[str]) -> list[str]:
+        out = []
+        for text in texts:
+            out.append(
+                await workflow.execute_local_activity(
+                    shout,
+                    text,
+                    start_to_close_timeout=timedelta(seconds=5),
+                    retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=5)),
+                )
+            )
+        return out
+
+
+@workflow.defn
+class SlowRetry:
+    """A backoff (2 s) longer than the local retry threshold (1 s) becomes a timer."""
+
+    @workflow.run
+    async def run(self) -> str:
+        return await workflow.execute_local_activity(
+            shout,
+            "fail-slowly",
+            start_to_close_timeout=timedelta(seconds=5),
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(seconds=2), backoff_coefficient=1.0
+            ),
+            local_retry_threshold=timedelta(seconds=1),
+        )
+
+
+@workflow.defn
+class TooSlow:
+    @workflow.run
+    async def run(self) -> str:
+        try:
+            return await workflow.execute_local_activity(
+                sleepy,
+                0.5,
+                start_to_close_timeout=timedelta(milliseconds=100),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+        except TimeoutError as err:
+            return f"timed out: {err.type.name if err.type else None}"
+
+
+@workflow.defn
+class NoTimeout:
+    @workflow.run
+    async def run(self) -> str:
+        try:
+            await workflow.execute_local_activity(shout, "x")
+        except InvalidArgumentError as err:
+            return str(err)
+        return "accepted"
+
+
+@workflow.defn(name="Locals")
+class LocalsAsRegular:
+    """``Locals`` changed to run its steps as regular activities."""
+
+    @workflow.run
+    async def run(self, texts: list[str]) -> list[str]:
+        return [
+            await workflow.execute_activity(shout, t, start_to_close_timeout=timedelta(seconds=5))
+            for t in texts
+        ]
+
+
+def _types(history: object) -> list[str]:
+    return [e.event_type for e in history.events]  # type: ignore[attr-defined]
+
+
+async def test_local_activities_run_inside_the_task(client: Client, task_queue: str) -> None:
+    CALLS.clear()
+    async with Worker(client, task_queue=task_queue, workflows=[Locals], activities=[shout]):
+        handle = await client.start_workflow(
+            Locals.run, ["a", "fail-b"], id="locals-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert await asyncio.wait_for(handle.result(), 30) == ["A", "FAIL-B"]
+    assert CALLS == [("a", 1, True), ("fail-b", 1, True), ("fail-b", 2, True), ("fail-b", 3, True)]
+    history = await handle.fetch_history()
+    types = _types(history)
+    # One workflow task: both activities and all retries ran inside it.
+    assert types.count("WorkflowTaskCompleted") == 1
+    assert "ActivityTaskScheduled" not in types
+    markers = [e for e in history.events if e.event_type == "MarkerRecorded"]
+    assert [m.attributes["markerName"] for m in markers] == ["core_local_activity"] * 2
+    replayed = await Replayer(workflows=[Locals]).replay_workflow(history)
+    assert replayed.replay_failure is None
+    # The same history against code that runs the steps as regular activities.
+    changed = await Replayer(workflows=[LocalsAsRegular]).replay_workflow(
+        history, raise_on_replay_failure=False
+    )
+    assert isinstance(changed.replay_failure, NondeterminismError)
+
+
+async def test_a_long_backoff_becomes_a_timer(env: object, task_queue: str) -> None:
+    client = env.client  # type: ignore[attr-defined]
+    CALLS.clear()
+    async with Worker(client, task_queue=task_queue, workflows=[SlowRetry], activities=[shout]):
+        handle = await client.start_workflow(
+            SlowRetry.run, id="slow-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert await asyncio.wait_for(handle.result(), 30) == "FAIL-SLOWLY"
+    assert [c[1] for c in CALLS] == [1, 2, 3]
+    types = _types(await handle.fetch_history())
+    assert types.count("TimerStarted") == 2 and types.count("TimerFired") == 2
+    assert types.count("MarkerRecorded") == 3  # two backoffs and the result
+
+
+async def test_timeouts_and_bad_input(client: Client, task_queue: str) -> None:
+    async with Worker(
+        client, task_queue=task_queue, workflows=[TooSlow, NoTimeout], activities=[sleepy, shout]
+    ):
+        slow = await client.execute_workflow(
+            TooSlow.run, id="tooslow-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert slow == "timed out: START_TO_CLOSE"
+        refused = await client.execute_workflow(
+            NoTimeout.run, id="notimeout-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert "start_to_close_timeout or schedule_to_close_timeout" in refused
+
+
+async def test_an_unregistered_local_activity_fails(client: Client, task_queue: str) -> None:
+    @workflow.defn(name="Orphan")
+    class Orphan:
+        @workflow.run
+        async def run(self) -> str:
+            try:
+                await workflow.execute_local_activity(
+                    "no_such_activity", start_to_close_timeout=timedelta(seconds=1)
+                )
+            except ApplicationError as err:
+                return f"{err.type}: {err.message}"
+            return "ran"
+
+    async with Worker(client, task_queue=task_queue, workflows=[Orphan], activities=[shout]):
+        said = await client.execute_workflow(
+            Orphan.run, id="orphan-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+    assert said.startswith("NotFoundError: local activity type 'no_such_activity'")
+    assert "shout" in said
