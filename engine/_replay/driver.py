@@ -159,8 +159,8 @@ class HistoryDriver:
         self, outcomes: Sequence[j.ResolveLocalActivity]
     ) -> list[cmd.Command]:
         """The worker ran the local activities the live task asked for: apply their
-        outcomes in one more activation of the same task; its commands (to add to the
-        task's)."""
+        outcomes in one more activation of the same task; the task's commands, all of them
+        (they replace what the earlier activations returned)."""
         started = self._live_started
         assert started is not None, "no live workflow task to resolve local activities in"
         attrs = started.attributes
@@ -173,8 +173,9 @@ class HistoryDriver:
             history_length=started.event_id,
             history_size=int(attrs.get("historySizeBytes", 0) or 0),
             suggest_continue_as_new=bool(attrs.get("suggestContinueAsNew", False)),
+            same_task=True,
         )
-        self._unmatched.extend(produced)
+        self._unmatched = list(produced)
         return produced
 
     def apply_pending(self, now: float) -> None:

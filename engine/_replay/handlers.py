@@ -189,6 +189,9 @@ class MessageHandlers:
                     handler.validator(self._object, *args)
                 else:
                     handler.validator(*args)
+                # Decoded again, so a validator that changed them cannot make the handler
+                # see other arguments than on replay (where no validator runs).
+                args = self._handler_args(handler, name, job.input)
             self._commands.append(cmd.AcceptUpdate(update_id, name, list(job.input), job.identity))
             accepted = True
             value = self._callable(handler)(*args)
@@ -213,6 +216,12 @@ class MessageHandlers:
                 )
             else:
                 self._callback_error = err  # not a failure: the workflow task fails
+        except workflow.ContinueAsNewError:
+            # Only the run method and signal handlers may continue as new (as temporalio).
+            self._callback_error = RuntimeError(
+                f"update handler {name!r} called continue_as_new: continue as new from the "
+                "run method or a signal handler, not from an update handler"
+            )
         finally:
             self._handlers_running -= 1
             self._running_updates.pop(update_id, None)
@@ -357,6 +366,8 @@ class MessageHandlers:
                 await result
         except asyncio.CancelledError:
             pass
+        except workflow.ContinueAsNewError as err:
+            self._handler_failure = err  # continues the run as new, as from the run method
         except Exception as err:
             if self.is_failure_exception(err):
                 self._handler_failure = err  # a failure in a handler fails the run

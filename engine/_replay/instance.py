@@ -135,8 +135,14 @@ class WorkflowInstance(
         history_length: int,
         history_size: int = 0,
         suggest_continue_as_new: bool = False,
+        same_task: bool = False,
     ) -> list[cmd.Command]:
         """Apply jobs, run the code until blocked, and return the commands it produced.
+
+        ``same_task``: another activation of the workflow task the last one belonged to
+        (the outcomes of its local activities): the commands returned are the whole task's
+        so far, so a command the code takes back now (a timer started and cancelled in one
+        task) is taken back from the task, as on replay, where one activation does it all.
 
         Raises :class:`WorkflowTaskError` when workflow code raised a non-failure exception.
         """
@@ -145,7 +151,8 @@ class WorkflowInstance(
         self._history_length = history_length
         self._history_size = history_size
         self._suggest_can = suggest_continue_as_new
-        self._commands = []
+        if not same_task:
+            self._commands = []
         self.versioning.begin_activation(replaying=replaying)
         previous = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(self)
@@ -193,9 +200,7 @@ class WorkflowInstance(
             self._check_main()
         finally:
             asyncio.events._set_running_loop(previous)
-        commands = self._commands
-        self._commands = []
-        return commands
+        return list(self._commands)
 
     # -- jobs: one _apply_<job> method per kind (signals and updates: in handlers) -----
 
@@ -269,8 +274,11 @@ class WorkflowInstance(
 
     def _check_main(self) -> None:
         if self._handler_failure is not None and self._closing is None:
-            command: cmd.Command = cmd.FailWorkflowExecution(
-                self.converter.to_failure(self._handler_failure)
+            ended = self._handler_failure
+            command: cmd.Command = (
+                self._continue_as_new_command(ended)
+                if isinstance(ended, workflow.ContinueAsNewError)
+                else cmd.FailWorkflowExecution(self.converter.to_failure(ended))
             )
             self._closing = command
             self._commands.append(command)
@@ -392,16 +400,17 @@ class WorkflowInstance(
     def upsert_memo(self, updates: Any) -> None:
         """Record memo changes and apply them to ``info().raw_memo`` (None removes a key)."""
         fields: dict[str, JsonDict] = {}
-        raw = self.info().raw_memo
-        for key, value in dict(updates).items():
+        items = dict(updates).items()
+        for key, value in items:  # all converted before anything changes
             if not isinstance(key, str):
                 raise InvalidArgumentError(f"memo keys are strings, not {type(key).__name__}")
-            payload = self.converter.to_payloads_json([value])[0]
-            fields[key] = payload
+            fields[key] = self.converter.to_payloads_json([value])[0]
+        raw = self.info().raw_memo
+        for key, value in items:
             if value is None:
                 raw.pop(key, None)  # type: ignore[attr-defined]
             else:
-                raw[key] = payload  # type: ignore[index]
+                raw[key] = fields[key]  # type: ignore[index]
         if fields:
             self._commands.append(cmd.ModifyWorkflowProperties(fields))
 

@@ -233,6 +233,10 @@ class LocalActivities:
         self._commands.append(self._marker(pending, job))
         if job.backoff is not None and job.failure is not None:
             pending.attempt = job.attempt + 1
+            # Its recorded original schedule time stays (schedule-to-close counts from it).
+            pending.original_schedule_time = (
+                job.original_schedule_time or pending.original_schedule_time
+            )
             self.create_task(self._retry_after(pending, job.backoff), name="local-backoff")
             return
         del self._locals[job.seq]
@@ -248,6 +252,13 @@ class LocalActivities:
 
     async def _retry_after(self, pending: _PendingLocal, backoff: float) -> None:
         await workflow.sleep(timedelta(seconds=backoff))
+        # The next attempt is a new request, with a seq (and default id) of its own, as
+        # temporalio schedules it after the timer.
+        self._locals.pop(pending.seq, None)
+        self._activity_seq += 1
+        pending.seq = self._activity_seq
+        pending.activity_id = pending.options.get("activity_id") or str(pending.seq)
+        self._locals[pending.seq] = pending
         self._ask(pending)
 
     def _marker(self, pending: _PendingLocal, job: j.ResolveLocalActivity) -> LocalActivityMarker:

@@ -10,6 +10,7 @@ timers in ``timers.py``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from datetime import UTC, datetime
 from functools import partial
@@ -134,7 +135,9 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
         if req.cron_schedule and req.initiator != "CONTINUE_AS_NEW_INITIATOR_RETRY":
             # A cron run's first workflow task waits for the schedule's next time (a retry
             # of one waits for its backoff instead).
-            req.start_delay = max(next_fire(req.cron_schedule, now) - now, 0.0)
+            req = dataclasses.replace(
+                req, start_delay=max(next_fire(req.cron_schedule, now) - now, 0.0)
+            )
         values = dict(
             run_id=run_id,
             namespace=req.namespace,
@@ -207,7 +210,12 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
             }
         rs.add_event("WorkflowExecutionStarted", attrs)
         if req.start_signal is not None:
-            self._record_signal(rs, req.start_signal, req.start_signal_input or [], req.identity)
+            # Written as is, not as a signal that wants a task: the first task comes after
+            # the start delay (or the cron schedule's next time), with the signal in it.
+            rs.add_event(
+                "WorkflowExecutionSignaled",
+                self._signal_attrs(req.start_signal, req.start_signal_input or [], req.identity),
+            )
         if eager is not None and (req.start_delay > 0 or eager.task_queue != req.task_queue):
             eager = None
         if req.start_delay > 0:
@@ -267,16 +275,16 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
         rs.flush()
 
     @staticmethod
-    def _record_signal(rs: RunState, name: str, args: list[JsonDict], identity: str) -> None:
-        rs.record(
-            "WorkflowExecutionSignaled",
-            {
-                "signalName": name,
-                "input": {"payloads": args},
-                "identity": identity,
-                "requestId": random_uuid(),
-            },
-        )
+    def _signal_attrs(name: str, args: list[JsonDict], identity: str) -> JsonDict:
+        return {
+            "signalName": name,
+            "input": {"payloads": args},
+            "identity": identity,
+            "requestId": random_uuid(),
+        }
+
+    def _record_signal(self, rs: RunState, name: str, args: list[JsonDict], identity: str) -> None:
+        rs.record("WorkflowExecutionSignaled", self._signal_attrs(name, args, identity))
 
     @operation
     def request_cancel(

@@ -242,16 +242,26 @@ class WorkflowTaskOps(ChildOps):
             scheduled_id, started_id = int(wft.scheduled_event_id), int(wft.started_event_id)
         rs.forget_workflow_task()
         closing = [c for c in commands if isinstance(c, cmd.CLOSING_COMMANDS)]
-        # New events arrived while the task ran and it tries to close the run: Temporal
-        # rejects the completion so the workflow sees them first.
+        # New events (or updates) arrived while the task ran and it tries to close the run:
+        # Temporal rejects the completion so the workflow sees them first.
         rs.buffered_possible = bool(wft.buffered)
+        unhandled = None
         if closing and wft.buffered:
+            unhandled = "WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND"
+        elif closing and rs.has_updates:
+            delivered = {str(u["update_id"]) for u in task.updates}
+            if any(
+                u.update_id not in delivered
+                for u in tx.updates_of_run(task.run_id, UPDATE_REQUESTED)
+            ):
+                unhandled = "WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_UPDATE"
+        if unhandled is not None:
             rs.add_event(
                 "WorkflowTaskFailed",
                 {
                     "scheduledEventId": str(scheduled_id),
                     "startedEventId": str(started_id),
-                    "cause": "WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND",
+                    "cause": unhandled,
                     "identity": identity,
                 },
             )
@@ -556,6 +566,7 @@ class WorkflowTaskOps(ChildOps):
             initiator="CONTINUE_AS_NEW_INITIATOR_RETRY",
             last_failure=failure,
             cron_schedule=column(row, "cron_schedule"),
+            last_completion_result=(started.get("lastCompletionResult") or {}).get("payloads"),
         )
 
     def _start_cron(self, tx: StoreTx, rs: RunState, identity: str) -> None:

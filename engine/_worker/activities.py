@@ -64,6 +64,7 @@ class _Running:
         self.last_sent = 0.0
         self.flush_scheduled = False
         self._timer: asyncio.TimerHandle | None = None
+        self._sending: asyncio.Task[None] | None = None
         timeout = task.heartbeat_timeout
         self.throttle = (
             min(timeout * 0.8, DEFAULT_HEARTBEAT_THROTTLE)
@@ -109,16 +110,23 @@ class _Running:
         wait = self.last_sent + self.throttle - time.monotonic()
         self.flush_scheduled = True
         if wait <= 0:
-            self.loop.create_task(self._send())
+            self._sending = self.loop.create_task(self._send())
         else:
-            self._timer = self.loop.call_later(wait, lambda: self.loop.create_task(self._send()))
+            self._timer = self.loop.call_later(wait, self._send_soon)
+
+    def _send_soon(self) -> None:
+        self._sending = self.loop.create_task(self._send())
 
     async def flush(self) -> None:
-        """Send a throttled heartbeat that is still waiting (before the outcome is
-        reported, so its details reach the next attempt)."""
+        """Send a throttled heartbeat that is still waiting, and wait for one on its way
+        (before the outcome is reported, so its details reach the next attempt: a
+        heartbeat still in flight when the failure lands would be refused, its details
+        lost)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._sending is not None and not self._sending.done():
+            await asyncio.shield(self._sending)
         if self.pending_details is not None:
             await self._send()
 

@@ -43,8 +43,11 @@ async def run_local_activity(
     converter: DataConverter,
     executor: Executor | None,
     client: Any = None,
+    task_deadline: float | None = None,
 ) -> ResolveLocalActivity:
-    """Run ``request``'s attempts; how they ended."""
+    """Run ``request``'s attempts; how they ended. A backoff that would end after
+    ``task_deadline`` (epoch seconds: most of the workflow task's timeout) is handed back
+    like a long one, to wait on a timer: the task must complete before it times out."""
     loop = asyncio.get_running_loop()
     defn = find_definition(definitions, request.activity_type)
     policy = RetryPolicy.from_json(request.retry_policy)
@@ -65,6 +68,7 @@ async def run_local_activity(
             value = await _attempt(
                 request, defn, converter, executor, client, attempt, started, loop
             )
+            result = converter.to_payloads_json([value])  # a result that cannot be encoded fails
         except Exception as err:
             failure = converter.to_failure(err)
             retryable = not _final(err, policy, attempt, request, began)
@@ -77,7 +81,9 @@ async def run_local_activity(
                     complete_time=time.time(),
                     original_schedule_time=began,
                 )
-            if delay > request.local_retry_threshold:
+            if delay > request.local_retry_threshold or (
+                task_deadline is not None and time.time() + delay > task_deadline
+            ):
                 return ResolveLocalActivity(
                     request.seq,
                     attempt,
@@ -92,7 +98,7 @@ async def run_local_activity(
         return ResolveLocalActivity(
             request.seq,
             attempt,
-            result=converter.to_payloads_json([value]),
+            result=result,
             complete_time=time.time(),
             original_schedule_time=began,
         )

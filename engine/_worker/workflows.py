@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from .._service.service import Service
 from .._service.state import wft_channel
 from .._service.types import QueryTask, WorkflowTask
 from .._service.workflow_tasks import TaskNotFoundError
+from ..common import duration_from_json
 from ..converter import (
     MAX_PAYLOAD_BYTES,
     MAX_TRANSACTION_BYTES,
@@ -362,18 +364,22 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         # Local activities run now, inside the task; their outcomes go back to the run in
         # more activations of the same task, until it asks for none.
         requests = entry.driver.instance.take_local_requests()
+        deadline = _task_deadline(task) if requests else None
         while requests:
-            commands = list(commands)
             outcomes = await asyncio.gather(
                 *(
                     run_local_activity(
-                        r, self.local_activities, self.converter, self._pool, self.client
+                        r,
+                        self.local_activities,
+                        self.converter,
+                        self._pool,
+                        self.client,
+                        task_deadline=deadline,
                     )
                     for r in requests
                 )
             )
-            more, _ = await run(entry.driver.resolve_local_activities, outcomes)
-            commands += more
+            commands, _ = await run(entry.driver.resolve_local_activities, outcomes)
             requests = entry.driver.instance.take_local_requests()
         return commands
 
@@ -501,6 +507,19 @@ def _size_refusal(err: PayloadSizeError) -> tuple[str, ApplicationError]:
     return CAUSE_PAYLOADS_TOO_LARGE, ApplicationError(str(err), type="PayloadSizeLimitExceeded")
 
 
+def _task_deadline(task: WorkflowTask) -> float:
+    """When local activities must hand their retries back to the run: 80 % into the
+    workflow task's start-to-close timeout (this engine does not heartbeat the task)."""
+    timeout = 10.0
+    for event in reversed(task.events):
+        if event.event_type == "WorkflowTaskScheduled":
+            value = event.attributes.get("startToCloseTimeout")
+            if value:
+                timeout = duration_from_json(value).total_seconds()
+            break
+    return time.time() + 0.8 * timeout
+
+
 def _check_command_sizes(commands: list[cmd.Command]) -> None:
     """Refuse commands whose payloads are over the limits: 2 MB per payload field of a
     command (its input, result, failure details, ...), 4 MB for the whole task.
@@ -534,9 +553,9 @@ _NO_PAYLOADS: tuple[tuple[str, list[dict[str, Any]]], ...] = ()
 def _payloads_of(command: cmd.Command) -> Sequence[tuple[str, list[dict[str, Any]]]]:
     """The payload fields a command carries, each as (which field, its payloads).
 
-    Memo: no command of this engine carries one yet (child workflows and continue-as-new
-    start with an empty memo); when one does, its fields go here as ("memo", ...) parts,
-    each checked like a payload field, as sdk-core checks a command's memo."""
+    Memo: ``upsert_memo``'s fields (``ModifyWorkflowProperties``), each checked like a
+    payload field, as sdk-core checks a command's memo (child workflows and continue-as-new
+    start with an empty memo here)."""
     if isinstance(command, cmd.ScheduleActivityTask):
         return (("input", command.input),)
     if isinstance(command, cmd.StartChildWorkflowExecution):
@@ -562,6 +581,8 @@ def _payloads_of(command: cmd.Command) -> Sequence[tuple[str, list[dict[str, Any
         return (("details", details),)
     if isinstance(command, cmd.UpsertWorkflowSearchAttributes):
         return (("values", list(command.search_attributes.values())),)
+    if isinstance(command, cmd.ModifyWorkflowProperties):
+        return tuple((f"memo:{k}", [v]) for k, v in command.upserted_memo.items())
     return _NO_PAYLOADS
 
 
@@ -590,6 +611,8 @@ def _name_of(command: cmd.Command, part: str) -> str:
     if isinstance(command, cmd.UpsertWorkflowSearchAttributes):
         names = ", ".join(repr(n) for n in sorted(command.search_attributes))
         return f"values of search attributes {names}"
+    if isinstance(command, cmd.ModifyWorkflowProperties):
+        return f"memo field {part.removeprefix('memo:')!r} of upsert_memo"
     return command.describe()
 
 

@@ -139,3 +139,48 @@ async def test_signal_with_start(client: Client, task_queue: str) -> None:
         await client.start_workflow(
             Inbox.run, 1, id=workflow_id, task_queue=task_queue, start_signal=""
         )
+
+
+async def test_signal_with_start_waits_out_the_start_delay(env: object, task_queue: str) -> None:
+    client = env.client  # type: ignore[attr-defined]
+    handle = await client.start_workflow(
+        Inbox.run,
+        1,
+        id="delayed-" + uuid.uuid4().hex,
+        task_queue=task_queue,
+        start_signal="post",
+        start_signal_args=["later"],
+        start_delay=timedelta(hours=1),
+    )
+    types = [e.event_type for e in (await handle.fetch_history()).events]
+    assert types == ["WorkflowExecutionStarted", "WorkflowExecutionSignaled"]  # no task yet
+    async with Worker(client, task_queue=task_queue, workflows=[Inbox]):
+        assert await asyncio.wait_for(handle.result(), 30) == ["later"]
+    events = (await handle.fetch_history()).events
+    scheduled = next(e for e in events if e.event_type == "WorkflowTaskScheduled")
+    assert scheduled.event_time - events[0].event_time >= 3600
+
+
+@workflow.defn
+class Relay:
+    """Continues as new from a signal handler (allowed there, as in temporalio)."""
+
+    @workflow.run
+    async def run(self, generation: int) -> int:
+        await workflow.wait_condition(lambda: generation >= 1)
+        return generation
+
+    @workflow.signal
+    def next_generation(self) -> None:
+        workflow.continue_as_new(1)
+
+
+async def test_continue_as_new_from_a_signal_handler(client: Client, task_queue: str) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[Relay]):
+        handle = await client.start_workflow(
+            Relay.run, 0, id="relay-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await handle.signal(Relay.next_generation)
+        assert await asyncio.wait_for(handle.result(), 30) == 1
+    first = client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+    assert (await first.fetch_history()).events[-1].event_type == "WorkflowExecutionContinuedAsNew"

@@ -179,3 +179,52 @@ async def test_an_unregistered_local_activity_fails(client: Client, task_queue: 
         )
     assert said.startswith("NotFoundError: local activity type 'no_such_activity'")
     assert "shout" in said
+
+
+@workflow.defn
+class Raced:
+    """A local activity raced against a timer that it beats: the timer is started and
+    cancelled in one task, so neither is recorded (as Temporal's core SDK drops them)."""
+
+    @workflow.run
+    async def run(self) -> str:
+        return await asyncio.wait_for(
+            workflow.execute_local_activity(
+                shout, "quick", start_to_close_timeout=timedelta(seconds=5)
+            ),
+            timeout=60,
+        )
+
+
+async def test_a_timer_taken_back_within_the_task_is_not_recorded(
+    client: Client, task_queue: str
+) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[Raced], activities=[shout]):
+        handle = await client.start_workflow(
+            Raced.run, id="raced-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert await asyncio.wait_for(handle.result(), 30) == "QUICK"
+    history = await handle.fetch_history()
+    assert "TimerStarted" not in _types(history) and "TimerCanceled" not in _types(history)
+    replayed = await Replayer(workflows=[Raced]).replay_workflow(history)
+    assert replayed.replay_failure is None
+
+
+async def test_a_retry_after_a_timer_is_a_new_request(env: object, task_queue: str) -> None:
+    from engine._replay.local_activities import marker_data
+
+    client = env.client  # type: ignore[attr-defined]
+    async with Worker(client, task_queue=task_queue, workflows=[SlowRetry], activities=[shout]):
+        handle = await client.start_workflow(
+            SlowRetry.run, id="slow2-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await asyncio.wait_for(handle.result(), 30)
+    history = await handle.fetch_history()
+    data = [marker_data(e.attributes) for e in history.events if e.event_type == "MarkerRecorded"]
+    # As temporalio: each attempt after a timer has the next seq and activity id.
+    assert [(d["seq"], d["activity_id"], d["attempt"]) for d in data] == [
+        (1, "1", 1),
+        (2, "2", 2),
+        (3, "3", 3),
+    ]
+    assert (await Replayer(workflows=[SlowRetry]).replay_workflow(history)).replay_failure is None

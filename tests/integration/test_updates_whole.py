@@ -349,3 +349,28 @@ async def test_update_with_start(client: Client, task_queue: str) -> None:
             task_queue=task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.UNSPECIFIED,
         )
+
+
+async def test_an_update_sent_while_the_closing_task_runs_is_not_lost(
+    client: Client, task_queue: str
+) -> None:
+    from engine._model import commands as cmd
+
+    svc = client.service
+    handle = await client.start_workflow(
+        Desk.run, id="late-" + uuid.uuid4().hex, task_queue=task_queue
+    )
+    # A worker (played here by hand) takes the first task; meanwhile an update arrives.
+    (task,) = await svc.poll_workflow_tasks(client.namespace, task_queue, "hand", {}, 1)
+    payloads = client.data_converter.to_payloads_json([3])
+    await svc.request_update(client.namespace, handle.id, None, "checked", payloads, "u-late", "me")
+    # The task tries to close the run: refused, as on Temporal, so the run sees the update.
+    done = await svc.complete_workflow_task(task, [cmd.CompleteWorkflowExecution([])], "hand")
+    assert not done.accepted
+    events = (await handle.fetch_history()).events
+    assert [e.event_type for e in events[-2:]] == ["WorkflowTaskFailed", "WorkflowTaskScheduled"]
+    assert events[-2].attributes["cause"] == "WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_UPDATE"
+    async with Worker(client, task_queue=task_queue, workflows=[Desk], activities=[stamp]):
+        assert await handle.get_update_handle("u-late").result() == 6
+        await handle.signal(Desk.close)
+        assert await asyncio.wait_for(handle.result(), 30) == []
