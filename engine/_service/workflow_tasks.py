@@ -538,9 +538,10 @@ class WorkflowTaskOps(ChildOps):
             return "RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED", None
         return "RETRY_STATE_IN_PROGRESS", policy.delay_for_attempt(attempt).total_seconds()
 
-    def _start_retry(self, tx: StoreTx, rs: RunState, identity: str) -> None:
-        assert rs.retry is not None
-        failure, delay = rs.retry
+    def _successor_options(self, tx: StoreTx, rs: RunState) -> tuple[JsonDict, dict[str, Any]]:
+        """The run's start attributes, and the start options that a run continuing it (its
+        retry, or its cron schedule's next run) takes over: same type, queue, input,
+        timeouts and retry policy."""
         first = tx.first_event(rs.run_id)
         assert first is not None
         started = json_loads(first.attributes)
@@ -550,22 +551,30 @@ class WorkflowTaskOps(ChildOps):
             value = started.get(key)
             return duration_from_json(value).total_seconds() if value else None
 
+        return started, {
+            "workflow_type": row.workflow_type,
+            "task_queue": row.task_queue,
+            "input": (started.get("input") or {}).get("payloads") or [],
+            "execution_timeout": seconds("workflowExecutionTimeout"),
+            "run_timeout": seconds("workflowRunTimeout"),
+            "task_timeout": float(row.workflow_task_timeout),
+            "retry_policy": started.get("retryPolicy"),
+        }
+
+    def _start_retry(self, tx: StoreTx, rs: RunState, identity: str) -> None:
+        assert rs.retry is not None
+        failure, delay = rs.retry
+        started, options = self._successor_options(tx, rs)
         self._start_successor(
             tx,
             rs,
-            workflow_type=row.workflow_type,
-            task_queue=row.task_queue,
-            input=(started.get("input") or {}).get("payloads") or [],
-            execution_timeout=seconds("workflowExecutionTimeout"),
-            run_timeout=seconds("workflowRunTimeout"),
-            task_timeout=float(row.workflow_task_timeout),
-            retry_policy=started.get("retryPolicy"),
+            **options,
             identity=identity,
             start_delay=delay,
             attempt=int(started.get("attempt", 1)) + 1,
             initiator="CONTINUE_AS_NEW_INITIATOR_RETRY",
             last_failure=failure,
-            cron_schedule=column(row, "cron_schedule"),
+            cron_schedule=column(rs.row, "cron_schedule"),
             last_completion_result=(started.get("lastCompletionResult") or {}).get("payloads"),
         )
 
@@ -575,30 +584,16 @@ class WorkflowTaskOps(ChildOps):
         of the run that just failed), as Temporal's cron runs do."""
         assert rs.cron_next is not None
         result, failure = rs.cron_next
-        first = tx.first_event(rs.run_id)
-        assert first is not None
-        started = json_loads(first.attributes)
-        row = rs.row
-
-        def seconds(key: str) -> float | None:
-            value = started.get(key)
-            return duration_from_json(value).total_seconds() if value else None
-
+        started, options = self._successor_options(tx, rs)
         carried = (started.get("lastCompletionResult") or {}).get("payloads")
         self._start_successor(
             tx,
             rs,
-            workflow_type=row.workflow_type,
-            task_queue=row.task_queue,
-            input=(started.get("input") or {}).get("payloads") or [],
-            execution_timeout=seconds("workflowExecutionTimeout"),
-            run_timeout=seconds("workflowRunTimeout"),
-            task_timeout=float(row.workflow_task_timeout),
-            retry_policy=started.get("retryPolicy"),
+            **options,
             memo=started.get("memo"),
             identity=identity,
             initiator="CONTINUE_AS_NEW_INITIATOR_CRON_SCHEDULE",
-            cron_schedule=str(row.cron_schedule),
+            cron_schedule=str(rs.row.cron_schedule),
             last_completion_result=result if result is not None else carried,
             last_failure=failure,
         )
