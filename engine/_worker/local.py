@@ -18,7 +18,6 @@ import functools
 import time
 from collections.abc import Mapping
 from concurrent.futures import Executor
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .. import activity as activity_api
@@ -27,14 +26,7 @@ from .._replay.jobs import LocalActivityRequest, ResolveLocalActivity
 from ..common import Priority, RetryPolicy
 from ..converter import DataConverter
 from ..exceptions import ApplicationError, TimeoutError, TimeoutType
-
-
-def _dt(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, UTC)
-
-
-def _td(seconds: float | None) -> timedelta | None:
-    return None if seconds is None else timedelta(seconds=seconds)
+from .activities import _dt, _td
 
 
 async def run_local_activity(
