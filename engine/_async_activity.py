@@ -9,13 +9,15 @@ and activity id (as in ``temporalio.client``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ._service.types import ActivityRef
 from .activity import ActivityCancellationDetails
 from .exceptions import AsyncActivityCancelledError, InvalidArgumentError
+from .service import within_rpc_timeout
 
 if TYPE_CHECKING:
     from .client import Client
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncActivityHandle", "AsyncActivityIDReference"]
 
 _UNSET: Any = object()
+_no_metadata: Mapping[str, str | bytes] = {}
 
 
 @dataclass(frozen=True)
@@ -51,23 +54,51 @@ class AsyncActivityHandle:
         else:
             self._ref = ActivityRef.from_token(id_or_token)
 
-    async def heartbeat(self, *details: Any) -> None:
+    async def heartbeat(
+        self,
+        *details: Any,
+        rpc_metadata: Mapping[str, str | bytes] = _no_metadata,
+        rpc_timeout: timedelta | None = None,
+    ) -> None:
         """Record a heartbeat (with details for the next attempt). Raises
-        :class:`AsyncActivityCancelledError` once the activity was asked to cancel."""
+        :class:`AsyncActivityCancelledError` once the activity was asked to cancel.
+        ``rpc_timeout`` bounds each of these calls (``RPCError`` ``DEADLINE_EXCEEDED``)."""
         payloads = self._client.data_converter.to_payloads_json(list(details)) if details else None
-        if await self._client.service.heartbeat_activity_by_ref(self._ref, payloads):
+        beat = self._client.service.heartbeat_activity_by_ref(self._ref, payloads)
+        if await within_rpc_timeout(beat, rpc_timeout, "the heartbeat", rpc_metadata):
             raise AsyncActivityCancelledError(
                 details=ActivityCancellationDetails(cancel_requested=True)
             )
 
-    async def complete(self, result: Any = _UNSET) -> None:
+    async def complete(
+        self,
+        result: Any = _UNSET,
+        *,
+        rpc_metadata: Mapping[str, str | bytes] = _no_metadata,
+        rpc_timeout: timedelta | None = None,
+    ) -> None:
         """Complete the activity with ``result`` (no result: the workflow gets None)."""
         payloads = (
             [] if result is _UNSET else self._client.data_converter.to_payloads_json([result])
         )
-        await self._client.service.settle_activity_by_ref(self._ref, "completed", payloads)
+        await self._settle(rpc_timeout, rpc_metadata, "completed", payloads)
 
-    async def fail(self, error: Exception, *, last_heartbeat_details: Sequence[Any] = ()) -> None:
+    async def _settle(
+        self, rpc_timeout: timedelta | None, rpc_metadata: Mapping[str, str | bytes], *args: Any
+    ) -> None:
+        settling = self._client.service.settle_activity_by_ref(self._ref, *args)
+        await within_rpc_timeout(
+            settling, rpc_timeout, f"reporting the activity {args[0]}", rpc_metadata
+        )
+
+    async def fail(
+        self,
+        error: Exception,
+        *,
+        last_heartbeat_details: Sequence[Any] = (),
+        rpc_metadata: Mapping[str, str | bytes] = _no_metadata,
+        rpc_timeout: timedelta | None = None,
+    ) -> None:
         """Fail the attempt with ``error`` (retried by the activity's retry policy; the
         next attempt sees ``last_heartbeat_details``)."""
         if not isinstance(error, BaseException):
@@ -81,12 +112,17 @@ class AsyncActivityHandle:
             if last_heartbeat_details
             else None
         )
-        await self._client.service.settle_activity_by_ref(self._ref, "failed", failure, details)
+        await self._settle(rpc_timeout, rpc_metadata, "failed", failure, details)
 
-    async def report_cancellation(self, *details: Any) -> None:
+    async def report_cancellation(
+        self,
+        *details: Any,
+        rpc_metadata: Mapping[str, str | bytes] = _no_metadata,
+        rpc_timeout: timedelta | None = None,
+    ) -> None:
         """Report the activity cancelled (after it was asked to cancel)."""
         payloads = self._client.data_converter.to_payloads_json(list(details)) if details else []
-        await self._client.service.settle_activity_by_ref(self._ref, "canceled", payloads)
+        await self._settle(rpc_timeout, rpc_metadata, "canceled", payloads)
 
 
 def async_activity_handle(

@@ -174,6 +174,8 @@ class WithStartWorkflowOperation(Generic[T]):
         retry_policy: RetryPolicy | None = None,
         memo: Mapping[str, Any] | None = None,
         start_delay: timedelta | None = None,
+        static_summary: str | None = None,
+        static_details: str | None = None,
         **unsupported: Any,
     ) -> None:
         if unsupported:
@@ -201,6 +203,8 @@ class WithStartWorkflowOperation(Generic[T]):
             retry_policy=retry_policy,
             memo=dict(memo) if memo else None,
             start_delay=start_delay,
+            static_summary=static_summary,
+            static_details=static_details,
         )
         self._used = False
         self._handle: asyncio.Future[WorkflowHandle] | None = None

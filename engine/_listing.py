@@ -6,17 +6,19 @@ from __future__ import annotations
 import base64
 import json
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .common import WorkflowExecutionStatus
 from .exceptions import InvalidArgumentError
+from .history import WorkflowHistory, WorkflowHistoryEventFilterType
+from .service import within_rpc_timeout
 
 if TYPE_CHECKING:
     from .client import Client
-    from .history import WorkflowHistory
+    from .converter import DataConverter
 
 __all__ = ["WorkflowExecution", "WorkflowExecutionAsyncIterator", "WorkflowExecutionDescription"]
 
@@ -35,6 +37,8 @@ class WorkflowExecutionAsyncIterator:
         limit: int | None,
         page_size: int,
         next_page_token: bytes | None,
+        *,
+        rpc_timeout: timedelta | None = None,
     ) -> None:
         if limit is not None and limit < 0:
             raise InvalidArgumentError(f"limit must be 0 or more (None: no limit), not {limit}")
@@ -44,6 +48,7 @@ class WorkflowExecutionAsyncIterator:
         self._query = query
         self._limit = limit
         self._page_size = page_size
+        self._rpc_timeout = rpc_timeout
         self._position = _decode_page_token(next_page_token)
         self._fetched = 0
         self._started = False
@@ -64,12 +69,17 @@ class WorkflowExecutionAsyncIterator:
             return
         self._started = True
         client = self._client
-        rows = await client.service.list_runs(
-            client.namespace, size + 1, self._query, before=self._position
+        rows = await within_rpc_timeout(
+            client.service.list_runs(
+                client.namespace, size + 1, self._query, before=self._position
+            ),
+            self._rpc_timeout,
+            "listing workflows",
         )
         more = len(rows) > size
         rows = rows[:size]
-        self.current_page = [WorkflowExecution.from_row(r) for r in rows]
+        converter = client.data_converter
+        self.current_page = [WorkflowExecution.from_row(r, converter) for r in rows]
         self.current_page_index = 0
         self._fetched += len(rows)
         if more and rows and (self._limit is None or self._fetched < self._limit):
@@ -78,13 +88,26 @@ class WorkflowExecutionAsyncIterator:
         else:
             self.next_page_token = None
 
-    async def map_histories(self) -> AsyncIterator[WorkflowHistory]:
+    async def map_histories(
+        self,
+        *,
+        event_filter_type: WorkflowHistoryEventFilterType = WorkflowHistoryEventFilterType.ALL_EVENT,
+        skip_archival: bool = False,
+        rpc_metadata: Mapping[str, str | bytes] = {},
+        rpc_timeout: timedelta | None = None,
+    ) -> AsyncIterator[WorkflowHistory]:
         """The history of each listed run, fetched as iteration reaches it (as
         ``temporalio``'s): ``Replayer(...).replay_workflows(client.list_workflows(q)
-        .map_histories())`` checks every listed run against new code."""
+        .map_histories())`` checks every listed run against new code. The options are
+        ``WorkflowHandle.fetch_history``'s."""
         async for execution in self:
             handle = self._client.get_workflow_handle(execution.id, run_id=execution.run_id)
-            yield await handle.fetch_history()
+            yield await handle.fetch_history(
+                event_filter_type=event_filter_type,
+                skip_archival=skip_archival,
+                rpc_metadata=rpc_metadata,
+                rpc_timeout=rpc_timeout,
+            )
 
     def __aiter__(self) -> WorkflowExecutionAsyncIterator:
         return self
@@ -128,9 +151,14 @@ def _dt(epoch: float | None) -> datetime | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
 
 
+_NO_DEFAULT: Any = object()
+
+
 @dataclass
 class WorkflowExecution:
-    """A run as listed: ids, type, status and times."""
+    """A run as listed: ids, type, status, times, parent and root runs, and its memo
+    (``memo()``). ``root_id`` is the run's own id for a run without a parent;
+    ``execution_time`` is when its first workflow task was due (after a start delay)."""
 
     id: str
     run_id: str
@@ -141,10 +169,20 @@ class WorkflowExecution:
     close_time: datetime | None
     history_length: int
     namespace: str
+    parent_id: str | None = None
+    parent_run_id: str | None = None
+    root_id: str | None = None
+    root_run_id: str | None = None
+    execution_time: datetime | None = None
+    #: Decodes :meth:`memo` (the client's, with its codec).
+    data_converter: DataConverter | None = field(default=None, repr=False, compare=False)
+    #: The memo as stored: field name -> payload JSON.
+    raw_memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @staticmethod
-    def from_row(row: Any) -> WorkflowExecution:
+    def from_row(row: Any, data_converter: DataConverter | None = None) -> WorkflowExecution:
         """Build from a store row."""
+        memo = getattr(row, "memo", None)
         return WorkflowExecution(
             id=row.workflow_id,
             run_id=row.run_id,
@@ -155,7 +193,35 @@ class WorkflowExecution:
             close_time=_dt(row.close_time),
             history_length=row.next_event_id - 1,
             namespace=row.namespace,
+            parent_id=row.parent_workflow_id,
+            parent_run_id=row.parent_run_id,
+            root_id=getattr(row, "root_workflow_id", None),
+            root_run_id=getattr(row, "root_run_id", None),
+            execution_time=_dt(getattr(row, "execution_time", None)),
+            data_converter=data_converter,
+            raw_memo=json.loads(memo) if memo else {},
         )
+
+    async def memo(self) -> dict[str, Any]:
+        """The run's memo now (the start memo with ``upsert_memo``'s changes), decoded."""
+        return {key: self._decode(payload, None) for key, payload in self.raw_memo.items()}
+
+    async def memo_value(
+        self, key: str, default: Any = _NO_DEFAULT, *, type_hint: type | None = None
+    ) -> Any:
+        """One memo field, decoded (as ``type_hint`` if given); ``default`` if it is not
+        there, else :class:`KeyError`."""
+        if key not in self.raw_memo:
+            if default is _NO_DEFAULT:
+                raise KeyError(f"memo does not have a value for key {key!r}")
+            return default
+        return self._decode(self.raw_memo[key], type_hint)
+
+    def _decode(self, payload: dict[str, Any], type_hint: type | None) -> Any:
+        from .converter import DataConverter, Payload
+
+        converter = self.data_converter or DataConverter.default
+        return converter.from_payloads([Payload.from_json(payload)], [type_hint])[0]
 
 
 @dataclass
@@ -168,3 +234,15 @@ class WorkflowExecutionDescription(WorkflowExecution):
     history_size_bytes: int = 0
     first_execution_run_id: str = ""
     continued_as_new_run_id: str | None = None
+    #: Temporal's ``UserMetadata`` of the start (``{"summary": payload, "details": ...}``).
+    raw_user_metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    async def static_summary(self) -> str | None:
+        """The ``static_summary`` the run was started with (None if it had none)."""
+        payload = self.raw_user_metadata.get("summary")
+        return None if payload is None else self._decode(payload, str)
+
+    async def static_details(self) -> str | None:
+        """The ``static_details`` the run was started with (None if it had none)."""
+        payload = self.raw_user_metadata.get("details")
+        return None if payload is None else self._decode(payload, str)

@@ -53,8 +53,8 @@ def start_local_activity(
     """Run an activity in this worker, inside the workflow task; a handle to await.
 
     One of ``start_to_close_timeout`` or ``schedule_to_close_timeout`` is required.
-    ``schedule_to_start_timeout`` and ``summary`` are accepted (a local activity starts at
-    once; user metadata is not recorded for local activities yet)."""
+    ``summary`` is recorded with the activity's marker; ``schedule_to_start_timeout`` is
+    accepted and has nothing to bound (a local activity starts at once, in this worker)."""
     from .workflow import _runtime
 
     if arg is not _missing and args:
@@ -69,7 +69,9 @@ def start_local_activity(
         )
     if retry_policy is not None:
         retry_policy.validate()
-    del schedule_to_start_timeout, summary
+    del schedule_to_start_timeout
+    if summary is not None and not isinstance(summary, str):
+        raise InvalidArgumentError(f"summary must be a string, not {type(summary).__name__}")
     options = {
         "schedule_to_close": _seconds(schedule_to_close_timeout, "schedule_to_close_timeout"),
         "start_to_close": _seconds(start_to_close_timeout, "start_to_close_timeout"),
@@ -80,6 +82,7 @@ def start_local_activity(
         "cancellation_type": cancellation_type,
         "activity_id": activity_id,
         "result_type": result_type,
+        "summary": summary or None,
     }
     return _runtime().start_local_activity(activity, values, options)
 

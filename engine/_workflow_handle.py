@@ -37,13 +37,15 @@ from .exceptions import (
     WorkflowFailureError,
     WorkflowQueryRejectedError,
 )
-from .history import HistoryEvent, WorkflowHistory
+from .history import HistoryEvent, WorkflowHistory, WorkflowHistoryEventFilterType
+from .service import within_rpc_timeout
 from .workflow import handler_name
 
 if TYPE_CHECKING:
     from .client import Client
 
 _missing: Any = inspect.Parameter.empty
+_no_metadata: Mapping[str, str | bytes] = {}
 
 
 class WorkflowHandle:
@@ -79,14 +81,26 @@ class WorkflowHandle:
         run = self.run_id or self.result_run_id
         return f"WorkflowHandle(id={self.id!r}, run_id={run!r})"
 
-    async def result(self, *, follow_runs: bool = True) -> Any:
+    async def result(
+        self,
+        *,
+        follow_runs: bool = True,
+        rpc_metadata: Mapping[str, str | bytes] = _no_metadata,
+        rpc_timeout: timedelta | None = None,
+    ) -> Any:
         """Wait for the run to close; return its result or raise WorkflowFailureError.
 
         Follows continue-as-new to the newest run unless ``follow_runs=False``, where a run
         that continued as new raises :class:`~engine.exceptions.WorkflowContinuedAsNewError`.
+        ``rpc_timeout`` bounds the wait (``temporalio`` bounds each history long-poll, which
+        waits for the close): a result not ready in time raises
+        :class:`~engine.exceptions.RPCError` ``DEADLINE_EXCEEDED``; the run goes on.
         """
         with self._client.service.clock.waiting_for_result():
-            return await self._wait_result(self.result_run_id or self.run_id, follow_runs)
+            waiting = self._wait_result(self.result_run_id or self.run_id, follow_runs)
+            return await within_rpc_timeout(
+                waiting, rpc_timeout, f"the result of workflow {self.id!r}", rpc_metadata
+            )
 
     async def _wait_result(self, run_id: str | None, follow_runs: bool) -> Any:
         client = self._client
@@ -161,9 +175,19 @@ class WorkflowHandle:
             raise WorkflowContinuedAsNewError(attrs.get("newExecutionRunId", ""))
         raise WorkflowFailureError(cause=cause)
 
-    async def describe(self) -> WorkflowExecutionDescription:
+    async def describe(
+        self,
+        *,
+        rpc_metadata: Mapping[str, str | bytes] = _no_metadata,
+        rpc_timeout: timedelta | None = None,
+    ) -> WorkflowExecutionDescription:
         """The run's status, times and pending work."""
-        d = await self._client.service.describe(self._client.namespace, self.id, self.run_id)
+        d = await within_rpc_timeout(
+            self._client.service.describe(self._client.namespace, self.id, self.run_id),
+            rpc_timeout,
+            f"describing workflow {self.id!r}",
+            rpc_metadata,
+        )
         return WorkflowExecutionDescription(
             id=d.workflow_id,
             run_id=d.run_id,
@@ -180,16 +204,30 @@ class WorkflowHandle:
             history_size_bytes=d.history_size_bytes,
             first_execution_run_id=d.first_run_id,
             continued_as_new_run_id=d.new_run_id,
+            parent_id=d.parent_workflow_id,
+            parent_run_id=d.parent_run_id,
+            root_id=d.root_workflow_id,
+            root_run_id=d.root_run_id,
+            execution_time=_dt(d.execution_time),
+            data_converter=self._client.data_converter,
+            raw_memo=d.memo,
+            raw_user_metadata=d.user_metadata,
         )
 
     async def signal(
-        self, signal: Callable[..., Any] | str, arg: Any = _missing, *, args: Sequence[Any] = ()
+        self,
+        signal: Callable[..., Any] | str,
+        arg: Any = _missing,
+        *,
+        args: Sequence[Any] = (),
+        rpc_metadata: Mapping[str, str | bytes] = _no_metadata,
+        rpc_timeout: timedelta | None = None,
     ) -> None:
         """Send a signal (asynchronous: no result)."""
         values = [arg] if arg is not _missing else list(args)
         payloads = self._client.data_converter.to_payloads(values)
         check_payloads_size(payloads, what="signal input")
-        await self._client.service.signal_workflow(
+        sending = self._client.service.signal_workflow(
             self._client.namespace,
             self.id,
             self.run_id,
@@ -197,6 +235,7 @@ class WorkflowHandle:
             [p.to_json() for p in payloads],
             self._client.identity,
         )
+        await within_rpc_timeout(sending, rpc_timeout, "the signal", rpc_metadata)
 
     async def query(
         self,
@@ -206,18 +245,40 @@ class WorkflowHandle:
         args: Sequence[Any] = (),
         result_type: type | None = None,
         reject_condition: QueryRejectCondition | None = None,
+        rpc_metadata: Mapping[str, str | bytes] = _no_metadata,
+        rpc_timeout: timedelta | None = None,
         timeout: timedelta = timedelta(seconds=10),
     ) -> Any:
         """Ask the run a read-only question (a ``@workflow.query`` handler).
 
         A worker of the run's task queue answers by replaying the history: it works on
         closed runs too, and adds nothing to the history. ``reject_condition`` (Temporal's
-        ``QueryRejectCondition``): with ``NOT_OPEN`` a closed run is not asked, with
-        ``NOT_COMPLETED_CLEANLY`` one that closed other than by completing is not;
-        :class:`WorkflowQueryRejectedError` then says its status.
+        ``QueryRejectCondition``; None: the client's
+        ``default_workflow_query_reject_condition``): with ``NOT_OPEN`` a closed run is not
+        asked, with ``NOT_COMPLETED_CLEANLY`` one that closed other than by completing is
+        not; :class:`WorkflowQueryRejectedError` then says its status. ``timeout``: how long
+        a worker has to answer; ``rpc_timeout`` bounds the whole call.
         """
+        return await within_rpc_timeout(
+            self._query(query, arg, args, result_type, reject_condition, timeout),
+            rpc_timeout,
+            "the query",
+            rpc_metadata,
+        )
+
+    async def _query(
+        self,
+        query: Callable[..., Any] | str,
+        arg: Any,
+        args: Sequence[Any],
+        result_type: type | None,
+        reject_condition: QueryRejectCondition | None,
+        timeout: timedelta,
+    ) -> Any:
         values = [arg] if arg is not _missing else list(args)
         name = handler_name(query, "query")
+        if reject_condition is None:
+            reject_condition = self._client.default_workflow_query_reject_condition
         if reject_condition not in (None, QueryRejectCondition.NONE):
             status = (await self.describe()).status
             open_ = status == WorkflowExecutionStatus.RUNNING
@@ -322,23 +383,54 @@ class WorkflowHandle:
             id, workflow_run_id=workflow_run_id, result_type=type_hints(update, skip_self=True)[1]
         )
 
-    async def cancel(self, reason: str = "") -> None:
-        """Request cancellation: delivered into workflow code, which may clean up."""
-        await self._client.service.request_cancel(
-            self._client.namespace, self.id, self.run_id, reason, self._client.identity
-        )
+    async def cancel(
+        self,
+        reason: str = "",
+        *,
+        rpc_metadata: Mapping[str, str | bytes] = _no_metadata,
+        rpc_timeout: timedelta | None = None,
+    ) -> None:
+        """Request cancellation: delivered into workflow code, which may clean up.
 
-    async def terminate(self, *args: Any, reason: str | None = None) -> None:
-        """End the run immediately; no workflow code runs (unlike :meth:`cancel`)."""
+        With :attr:`first_execution_run_id` set, the run must belong to the run chain it
+        started (else :class:`~engine.exceptions.WorkflowNotFoundError`), as in Temporal.
+        """
+
+        async def cancelling() -> None:
+            await self._client.service.request_cancel(
+                self._client.namespace,
+                self.id,
+                self.run_id,
+                reason,
+                self._client.identity,
+                self.first_execution_run_id,
+            )
+
+        await within_rpc_timeout(cancelling(), rpc_timeout, "the cancel request", rpc_metadata)
+
+    async def terminate(
+        self,
+        *args: Any,
+        reason: str | None = None,
+        rpc_metadata: Mapping[str, str | bytes] = _no_metadata,
+        rpc_timeout: timedelta | None = None,
+    ) -> None:
+        """End the run immediately; no workflow code runs (unlike :meth:`cancel`). The run
+        chain is checked against :attr:`first_execution_run_id` as by :meth:`cancel`."""
         details = self._client.data_converter.to_payloads_json(list(args)) if args else None
-        await self._client.service.terminate(
-            self._client.namespace,
-            self.id,
-            self.run_id,
-            reason or "terminated by client",
-            details,
-            self._client.identity,
-        )
+
+        async def terminating() -> None:
+            await self._client.service.terminate(
+                self._client.namespace,
+                self.id,
+                self.run_id,
+                reason or "terminated by client",
+                details,
+                self._client.identity,
+                self.first_execution_run_id,
+            )
+
+        await within_rpc_timeout(terminating(), rpc_timeout, "the terminate", rpc_metadata)
 
     async def fetch_attempts(self) -> list[dict[str, Any]]:
         """Every activity attempt of the run (kept after the activity closes), in order.
@@ -350,17 +442,41 @@ class WorkflowHandle:
         row = await self._client.service.resolve_run(self._client.namespace, self.id, self.run_id)
         return await self._client.service.attempts(row.run_id)
 
-    async def fetch_history(self) -> WorkflowHistory:
-        """The run's event history."""
+    async def fetch_history(
+        self,
+        *,
+        event_filter_type: WorkflowHistoryEventFilterType = WorkflowHistoryEventFilterType.ALL_EVENT,
+        skip_archival: bool = False,
+        rpc_metadata: Mapping[str, str | bytes] = _no_metadata,
+        rpc_timeout: timedelta | None = None,
+    ) -> WorkflowHistory:
+        """The run's event history (with ``CLOSE_EVENT``, only its closing event, if it
+        closed). ``skip_archival`` is accepted: there is no archival here."""
+        if event_filter_type != WorkflowHistoryEventFilterType.ALL_EVENT:
+            events = self.fetch_history_events(
+                event_filter_type=event_filter_type,
+                rpc_metadata=rpc_metadata,
+                rpc_timeout=rpc_timeout,
+            )
+            return WorkflowHistory(self.id, [event async for event in events])
         service = self._client.service
-        _, events = await service.run_history(self._client.namespace, self.id, self.run_id)
-        return WorkflowHistory(self.id, events)
+        _, events_ = await within_rpc_timeout(
+            service.run_history(self._client.namespace, self.id, self.run_id),
+            rpc_timeout,
+            "fetching the history",
+            rpc_metadata,
+        )
+        return WorkflowHistory(self.id, events_)
 
     async def fetch_history_events(
         self,
         *,
         page_size: int = 1000,
         wait_new_event: bool = False,
+        event_filter_type: WorkflowHistoryEventFilterType = WorkflowHistoryEventFilterType.ALL_EVENT,
+        skip_archival: bool = False,
+        rpc_metadata: Mapping[str, str | bytes] = _no_metadata,
+        rpc_timeout: timedelta | None = None,
         after_event_id: int = 0,
         poll_interval: timedelta = timedelta(milliseconds=250),
     ) -> AsyncIterator[HistoryEvent]:
@@ -371,27 +487,65 @@ class WorkflowHandle:
         yielding each event soon after it is recorded (checking every ``poll_interval``),
         and ends with the run's closing event. The run is the one the handle names, or else
         the latest run of its workflow id when the iteration starts (it does not follow
-        continue-as-new).
+        continue-as-new). ``event_filter_type=CLOSE_EVENT`` yields only the closing event
+        (nothing for an open run, unless ``wait_new_event`` waits for it). ``rpc_timeout``
+        bounds each read, waiting included (:class:`~engine.exceptions.RPCError`
+        ``DEADLINE_EXCEEDED``, as a long-poll's deadline); ``skip_archival``: no archival.
         """
         if page_size < 1:
             raise InvalidArgumentError(f"page_size must be at least 1, not {page_size}")
         if after_event_id < 0:
             raise InvalidArgumentError(f"after_event_id must be 0 or more, not {after_event_id}")
+        filter_type = WorkflowHistoryEventFilterType(event_filter_type)
         service, namespace = self._client.service, self._client.namespace
-        row = await service.resolve_run(namespace, self.id, self.run_id)
-        run_id, last = row.run_id, after_event_id
+        row = await within_rpc_timeout(
+            service.resolve_run(namespace, self.id, self.run_id),
+            rpc_timeout,
+            "fetching the history",
+        )
+        run_id, last, poll = row.run_id, after_event_id, poll_interval.total_seconds()
+        if filter_type == WorkflowHistoryEventFilterType.CLOSE_EVENT:
+            closing = await within_rpc_timeout(
+                self._close_event(run_id, wait_new_event, poll),
+                rpc_timeout,
+                "waiting for the closing event",
+            )
+            if closing is not None and closing.event_id > after_event_id:
+                yield closing
+            return
         while True:
-            page = await service.history(run_id, last + 1, last + page_size)
+            page = await within_rpc_timeout(
+                self._next_page(run_id, last, page_size, wait_new_event, poll),
+                rpc_timeout,
+                "fetching the history",
+            )
             for event in page:
                 yield event
-            if page:
-                last = page[-1].event_id
-            if len(page) == page_size:
-                continue
-            if not wait_new_event:
+            if not page or (len(page) < page_size and not wait_new_event):
                 return
+            last = page[-1].event_id
+
+    async def _next_page(
+        self, run_id: str, last: int, page_size: int, wait: bool, poll: float
+    ) -> list[HistoryEvent]:
+        """The events after ``last`` (at most ``page_size``); with ``wait``, waiting for one
+        while the run is open. Empty: the history (or the closed run's) is all read."""
+        service, namespace = self._client.service, self._client.namespace
+        while True:
+            page = await service.history(run_id, last + 1, last + page_size)
+            if page or not wait:
+                return page
             row = await service.resolve_run(namespace, self.id, run_id)
             if row.status != WorkflowExecutionStatus.RUNNING and last >= row.next_event_id - 1:
-                return
+                return []
             if row.next_event_id - 1 <= last:
-                await asyncio.sleep(poll_interval.total_seconds())
+                await asyncio.sleep(poll)
+
+    async def _close_event(self, run_id: str, wait: bool, poll: float) -> HistoryEvent | None:
+        """The run's closing event; None while it is open, unless ``wait`` waits for it."""
+        service, namespace = self._client.service, self._client.namespace
+        while True:
+            row, event = await service.run_and_close_event(namespace, self.id, run_id)
+            if row.status != WorkflowExecutionStatus.RUNNING or not wait:
+                return event
+            await asyncio.sleep(poll)

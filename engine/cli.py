@@ -130,10 +130,23 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def _execution_json(e: WorkflowExecution) -> dict[str, Any]:
+def _execution_json(e: WorkflowExecution, **extra: Any) -> dict[str, Any]:
     out = dataclasses.asdict(e)
+    out.pop("data_converter", None)  # how to decode, not data
     out["status"] = e.status.name  # an IntEnum would otherwise be written as a number
-    return out
+    return out | extra
+
+
+def _metadata_text(payload: Any, converter: Any) -> str:
+    """A ``userMetadata`` payload (a summary or details) decoded with the client's
+    converter; "" for none, "(encoded)" when it cannot be decoded (a codec missing)."""
+    if not isinstance(payload, dict):
+        return ""
+    try:
+        value = converter.from_payloads_json([payload])[0]
+    except Exception:
+        return "(encoded)"
+    return "" if value is None else value if isinstance(value, str) else json.dumps(value)
 
 
 def _parse_json_inputs(values: Sequence[str] | None, option: str) -> list[Any]:
@@ -246,12 +259,14 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _describe_lines(d: WorkflowExecutionDescription) -> list[str]:
+def _describe_lines(d: WorkflowExecutionDescription, summary: str, details: str) -> list[str]:
     duration = f"{(d.close_time - d.start_time).total_seconds():.3f}s" if d.close_time else "(open)"
     pairs = [
         ("Workflow ID", d.id),
         ("Run ID", d.run_id),
         ("Type", d.workflow_type),
+        *([("Summary", _one_line(summary))] if summary else []),
+        *([("Details", details.rstrip())] if details else []),
         ("Task queue", d.task_queue),
         ("Namespace", d.namespace),
         ("Status", d.status.name),
@@ -264,7 +279,7 @@ def _describe_lines(d: WorkflowExecutionDescription) -> list[str]:
     if d.continued_as_new_run_id:
         pairs.append(("Continued as new", d.continued_as_new_run_id))
     width = max(len(k) for k, _ in pairs) + 2
-    lines = [f"{k + ':':<{width}}{v}" for k, v in pairs]
+    lines = [f"{k + ':':<{width}}{v}".replace("\n", "\n" + " " * width) for k, v in pairs]
     from .dataframes import failure_text
 
     lines.append(f"Pending activities: {len(d.pending_activities)}")
@@ -291,26 +306,39 @@ def _describe_lines(d: WorkflowExecutionDescription) -> list[str]:
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:
-    async def fetch(client: Client) -> WorkflowExecutionDescription:
-        return await client.get_workflow_handle(args.workflow_id, run_id=args.run_id).describe()
+    async def fetch(client: Client) -> tuple[WorkflowExecutionDescription, str, str]:
+        d = await client.get_workflow_handle(args.workflow_id, run_id=args.run_id).describe()
+        meta, converter = d.raw_user_metadata, client.data_converter
+        text = [_metadata_text(meta.get(k), converter) for k in ("summary", "details")]
+        return d, text[0], text[1]
 
-    description = _with_client(args.db, fetch)
+    description, summary, details = _with_client(args.db, fetch)
     if args.output == "json":
-        _out(json.dumps(_execution_json(description), indent=2, default=_json_default))
+        out = _execution_json(description, static_summary=summary, static_details=details)
+        _out(json.dumps(out, indent=2, default=_json_default))
     else:
-        _out("\n".join(_describe_lines(description)))
+        _out("\n".join(_describe_lines(description, summary, details)))
     return EXIT_OK
 
 
-def _fetch_history(db: str | None, workflow_id: str, run_id: str | None) -> WorkflowHistory:
-    async def fetch(client: Client) -> WorkflowHistory:
-        return await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+def _fetch_history(
+    db: str | None, workflow_id: str, run_id: str | None
+) -> tuple[WorkflowHistory, dict[int, str]]:
+    """The history and the summaries its events carry (decoded, by event id)."""
+
+    async def fetch(client: Client) -> tuple[WorkflowHistory, dict[int, str]]:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        meta = {e.event_id: e.extra.get("userMetadata") or {} for e in history.events}
+        texts = {
+            i: _metadata_text(m.get("summary"), client.data_converter) for i, m in meta.items()
+        }
+        return history, {i: text for i, text in texts.items() if text}
 
     return _with_client(db, fetch)
 
 
-def _event_details(cols: dict[str, list[Any]], i: int) -> str:
-    parts = []
+def _event_details(cols: dict[str, list[Any]], i: int, summary: str = "") -> str:
+    parts = [f'"{_one_line(summary)}"'] if summary else []
     category = cols["category"][i]
     subject = cols["subject"][i]
     if category == "activity" and (subject is not None or cols["activity_type"][i]):
@@ -331,7 +359,7 @@ def _event_details(cols: dict[str, list[Any]], i: int) -> str:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    history = _fetch_history(args.db, args.workflow_id, args.run_id)
+    history, summaries = _fetch_history(args.db, args.workflow_id, args.run_id)
     if args.output == "json":
         _out(history.to_json())
         return EXIT_OK
@@ -339,13 +367,20 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
     cols = history_columns(history)
     rows = [
-        [str(cols["event_id"][i]), _time(cols["time"][i]), cols["type"][i], _event_details(cols, i)]
+        [
+            str(cols["event_id"][i]),
+            _time(cols["time"][i]),
+            cols["type"][i],
+            _event_details(cols, i, summaries.get(cols["event_id"][i], "")),
+        ]
         for i in range(len(history))
     ]
     _out(
         f"Workflow {history.workflow_id}  run {history.run_id}  type {history.workflow_type}  "
         f"({len(history)} events)"
     )
+    if history.events and history.events[0].event_id in summaries:
+        _out(f"Summary: {_one_line(summaries[history.events[0].event_id])}")
     _out(_table(["ID", "TIME", "TYPE", "DETAILS"], rows))
     return EXIT_OK
 

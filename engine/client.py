@@ -29,9 +29,9 @@ from ._listing import (
     WorkflowExecutionAsyncIterator,
     WorkflowExecutionDescription,
 )
+from ._model.cron import validate_cron
 from ._model.definitions import WorkflowDefinition
 from ._service.clock import Clock
-from ._service.cron import validate_cron
 from ._service.host import ServiceHost
 from ._service.service import Service
 from ._service.types import StartWorkflowRequest
@@ -48,12 +48,14 @@ from .converter import DataConverter, check_payloads_size
 from .exceptions import (
     AsyncActivityCancelledError,
     InvalidArgumentError,
+    QueryRejectCondition,
     RPCTimeoutOrCancelledError,
     WorkflowQueryFailedError,
     WorkflowQueryRejectedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
+from .history import WorkflowHistoryEventFilterType
 from .workflow import definition_name
 
 __all__ = [
@@ -68,6 +70,7 @@ __all__ = [
     "WorkflowExecutionDescription",
     "WorkflowExecutionStatus",
     "WorkflowHandle",
+    "WorkflowHistoryEventFilterType",
     "WorkflowQueryFailedError",
     "WorkflowQueryRejectedError",
     "WorkflowUpdateFailedError",
@@ -104,11 +107,14 @@ class Client:
         data_converter: DataConverter | None = None,
         identity: str | None = None,
         clock: Clock | None = None,
+        default_workflow_query_reject_condition: QueryRejectCondition | None = None,
     ) -> None:
         self.store = store
         self.namespace = namespace
         self.data_converter = data_converter or DataConverter.default
         self.identity = identity or default_identity()
+        #: The ``reject_condition`` of ``WorkflowHandle.query()`` calls that pass none.
+        self.default_workflow_query_reject_condition = default_workflow_query_reject_condition
         self.service = Service(store, clock)
         self._host: ServiceHost | None = None
         self._host_users = 0
@@ -124,13 +130,21 @@ class Client:
         identity: str | None = None,
         fsync: bool | None = None,
         clock: Clock | None = None,
+        default_workflow_query_reject_condition: QueryRejectCondition | None = None,
+        rpc_metadata: Mapping[str, str | bytes] = {},
     ) -> Client:
         """Open (and migrate) the database at ``target_url``, or the embedded default.
 
         ``fsync=True`` makes SQLite sync every commit to disk (``synchronous=FULL``); the
         default (``NORMAL`` in WAL mode) survives process crashes but may lose the last
         commits on power loss. ``DURABLE_FSYNC=1`` sets it from the environment.
+
+        ``default_workflow_query_reject_condition``: the ``reject_condition`` of queries
+        that pass none (as in ``temporalio``). ``rpc_metadata`` is accepted and ignored
+        (gRPC headers: there is no server connection here). ``temporalio``'s connection
+        options (``tls``, ``api_key``, ``keep_alive_config``, ...) have no counterpart.
         """
+        del rpc_metadata
         if fsync is None:
             fsync = os.environ.get("DURABLE_FSYNC", "") in ("1", "true", "yes")
         store = await asyncio.to_thread(shared_store, target_url, fsync=fsync)
@@ -140,6 +154,7 @@ class Client:
             data_converter=data_converter,
             identity=identity,
             clock=clock,
+            default_workflow_query_reject_condition=default_workflow_query_reject_condition,
         )
 
     async def close(self) -> None:
@@ -239,6 +254,8 @@ class Client:
         start_signal: str | None = None,
         start_signal_args: Sequence[Any] = (),
         cron_schedule: str = "",
+        static_summary: str | None = None,
+        static_details: str | None = None,
     ) -> WorkflowHandle:
         """Start a run of ``workflow`` (a ``@workflow.run`` method, class, or type name).
 
@@ -259,6 +276,10 @@ class Client:
         the same input, as Temporal's cron workflows do (``workflow.
         get_last_completion_result()``, ``get_last_failure()``). Cancelling or terminating
         a run ends the schedule. Schedules (``client.create_schedule``) are the newer way.
+
+        ``static_summary`` (a line) and ``static_details`` (any text, Markdown in Temporal's
+        UI) describe the run where it is shown: the widgets, the web UI,
+        ``describe().static_summary()``; recorded as the start event's user metadata.
         """
         request, result_type = self._start_request(
             workflow,
@@ -276,6 +297,8 @@ class Client:
             start_delay=start_delay,
             result_type=result_type,
             request_id=request_id,
+            static_summary=static_summary,
+            static_details=static_details,
         )
         if cron_schedule:
             validate_cron(cron_schedule)
@@ -335,6 +358,8 @@ class Client:
         start_delay: timedelta | None,
         result_type: type | None,
         request_id: str | None,
+        static_summary: str | None = None,
+        static_details: str | None = None,
     ) -> tuple[StartWorkflowRequest, type | None]:
         """The service's start request for these options (checked), and the result type."""
         wf_type = definition_name(workflow)
@@ -379,8 +404,22 @@ class Client:
             identity=self.identity,
             request_id=request_id or random_uuid(),
             start_delay=_seconds(start_delay, "start_delay") or 0.0,
+            user_metadata=self._user_metadata(static_summary, static_details),
         )
         return request, result_type
+
+    def _user_metadata(self, summary: str | None, details: str | None) -> dict[str, Any] | None:
+        """``static_summary`` / ``static_details`` as Temporal's ``UserMetadata`` JSON."""
+        metadata: dict[str, Any] = {}
+        for key, value in (("static_summary", summary), ("static_details", details)):
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                raise InvalidArgumentError(f"{key} must be a string, not {type(value).__name__}")
+            payload = self.data_converter.to_payload(value)
+            check_payloads_size([payload], what=key)
+            metadata[key.removeprefix("static_")] = payload.to_json()
+        return metadata or None
 
     async def execute_workflow(
         self,
@@ -480,7 +519,10 @@ class Client:
         first_execution_run_id: str | None = None,
         result_type: type | None = None,
     ) -> WorkflowHandle:
-        """A handle to an existing workflow (its latest run unless ``run_id`` is given)."""
+        """A handle to an existing workflow (its latest run unless ``run_id`` is given).
+
+        ``first_execution_run_id``: ``cancel()`` and ``terminate()`` then act only on a run
+        of the run chain that run belongs to (else ``WorkflowNotFoundError``)."""
         return WorkflowHandle(
             self,
             workflow_id,
@@ -491,11 +533,19 @@ class Client:
         )
 
     def get_workflow_handle_for(
-        self, workflow: Callable[..., Any], workflow_id: str, *, run_id: str | None = None
+        self,
+        workflow: Callable[..., Any],
+        workflow_id: str,
+        *,
+        run_id: str | None = None,
+        first_execution_run_id: str | None = None,
     ) -> WorkflowHandle:
         """A handle whose result is decoded with the workflow's return type."""
         return self.get_workflow_handle(
-            workflow_id, run_id=run_id, result_type=WorkflowDefinition.of(workflow).return_type
+            workflow_id,
+            run_id=run_id,
+            first_execution_run_id=first_execution_run_id,
+            result_type=WorkflowDefinition.of(workflow).return_type,
         )
 
     def list_workflows(
@@ -505,6 +555,8 @@ class Client:
         limit: int | None = None,
         page_size: int = 1000,
         next_page_token: bytes | None = None,
+        rpc_metadata: Mapping[str, str | bytes] = {},
+        rpc_timeout: timedelta | None = None,
     ) -> WorkflowExecutionAsyncIterator:
         """Runs of the namespace, newest first, filtered by ``query``: terms such as
         ``WorkflowType = 'Order' AND ExecutionStatus = 'Running'`` (also WorkflowId, RunId,
@@ -513,8 +565,12 @@ class Client:
         ``async for`` reads every match (at most ``limit``), ``page_size`` at a time. To
         serve one page at a time (a UI, a REST API), call ``fetch_next_page()`` on the
         returned iterator and keep its ``next_page_token`` for the next request.
+        ``rpc_timeout`` bounds each page's read (``RPCError`` ``DEADLINE_EXCEEDED``).
         """
-        return WorkflowExecutionAsyncIterator(self, query, limit, page_size, next_page_token)
+        del rpc_metadata
+        return WorkflowExecutionAsyncIterator(
+            self, query, limit, page_size, next_page_token, rpc_timeout=rpc_timeout
+        )
 
 
 def _started_task(start: asyncio.Future[Any]) -> Any:

@@ -402,3 +402,19 @@ class ChildWorkflowCancellationType(IntEnum):
     TRY_CANCEL = 1
     WAIT_CANCELLATION_COMPLETED = 2
     WAIT_CANCELLATION_REQUESTED = 3
+
+
+_BINARY_NULL = "YmluYXJ5L251bGw="  # base64 of binary/null
+_JSON_PLAIN = "anNvbi9wbGFpbg=="  # base64 of json/plain
+_EMPTY_LIST = "W10="  # base64 of []
+
+
+def removes_memo_field(payload: Mapping[str, Any]) -> bool:
+    """Whether an upserted memo field's payload (Temporal's JSON) removes the field, as
+    Temporal's server reads it: a ``binary/null`` payload (None) or a ``json/plain``
+    empty list."""
+    encoding = (payload.get("metadata") or {}).get("encoding")
+    data = payload.get("data") or ""
+    return (encoding == _BINARY_NULL and not data) or (
+        encoding == _JSON_PLAIN and data == _EMPTY_LIST
+    )

@@ -169,6 +169,23 @@ def _format_mb(size: int) -> str:
     return f"{size / (1024 * 1024):.1f}".removesuffix(".0") + " MB"
 
 
+def _b64_size(text: object) -> int:
+    """Bytes a canonical base64 string decodes to."""
+    if not isinstance(text, str) or not text:
+        return 0
+    return len(text) * 3 // 4 - text.count("=", len(text) - 2)
+
+
+def json_payload_size(payload: Mapping[str, object]) -> int:
+    """``Payload.from_json(payload).size`` without decoding."""
+    metadata = payload.get("metadata") or {}
+    size = _b64_size(payload.get("data"))
+    if isinstance(metadata, dict):
+        for key, value in metadata.items():
+            size += len(str(key).encode()) + _b64_size(value)
+    return size
+
+
 def check_payloads_size(
     payloads: Sequence[Payload], *, what: str, limit: int = MAX_PAYLOAD_BYTES
 ) -> None:

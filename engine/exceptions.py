@@ -726,15 +726,15 @@ class SchemaVersionError(DurableError):
     """The database was created by a newer (or an unknown) version of the schema."""
 
 
-def is_cancelled_exception(exc: BaseException) -> bool:
-    """Whether ``exc`` means "cancelled".
+def is_cancelled_exception(exception: BaseException) -> bool:
+    """Whether ``exception`` means "cancelled".
 
     True for ``asyncio.CancelledError``, for our :class:`CancelledError`, and for an
     :class:`ActivityError` or :class:`ChildWorkflowError` whose cause is a
     :class:`CancelledError`.
     """
-    if isinstance(exc, asyncio.CancelledError | CancelledError):
+    if isinstance(exception, asyncio.CancelledError | CancelledError):
         return True
-    return isinstance(exc, ActivityError | ChildWorkflowError) and isinstance(
-        exc.__cause__, CancelledError
+    return isinstance(exception, ActivityError | ChildWorkflowError) and isinstance(
+        exception.__cause__, CancelledError
     )

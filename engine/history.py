@@ -6,16 +6,27 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Any
 
 from ._model.events import HistoryEvent, attributes_key, enum_name, short_name
 from .common import timestamp_from_json, timestamp_to_json
 from .exceptions import InvalidArgumentError
 
-__all__ = ["HistoryEvent", "WorkflowHistory"]
+__all__ = ["HistoryEvent", "WorkflowHistory", "WorkflowHistoryEventFilterType"]
 
 #: Top-level int64 fields: protobuf's JSON writes int64 as a string.
 _INT_TOP = ("taskId", "version")
+
+
+class WorkflowHistoryEventFilterType(IntEnum):
+    """Which events ``WorkflowHandle.fetch_history_events`` / ``fetch_history`` give
+    (``temporalio.client.WorkflowHistoryEventFilterType``, re-exported by
+    :mod:`engine.client`): every event, or only the run's closing event (waited for with
+    ``wait_new_event=True``)."""
+
+    ALL_EVENT = 1
+    CLOSE_EVENT = 2
 
 
 @dataclass
@@ -94,12 +105,22 @@ def _event_to_json(event: HistoryEvent) -> dict[str, Any]:
     if event_time or event.event_time:
         out["eventTime"] = event_time or timestamp_to_json(event.event_time)
     out["eventType"] = enum_name(event.event_type)
+    after: dict[str, Any] = {}
     for key, value in event.extra.items():
         if key == "eventTime":
             continue
-        out[key] = _int64_text(value) if key in _INT_TOP else value
+        if key in _AFTER_ATTRIBUTES:
+            after[key] = value
+        else:
+            out[key] = _int64_text(value) if key in _INT_TOP else value
     out[attributes_key(event.event_type)] = _without_empty_lists(event.attributes)
+    out.update(after)
     return out
+
+
+#: Top-level fields whose protobuf numbers (300 and up) follow the attributes' (protobuf's
+#: JSON writes fields in number order).
+_AFTER_ATTRIBUTES = frozenset({"workerMayIgnore", "userMetadata", "links", "principal"})
 
 
 def _without_empty_lists(node: Any) -> Any:

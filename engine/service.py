@@ -7,6 +7,42 @@ the database), so the connection classes of ``temporalio.service`` have no count
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Mapping
+from datetime import timedelta
+from typing import TypeVar
+
 from .exceptions import RPCError, RPCStatusCode
 
 __all__ = ["RPCError", "RPCStatusCode"]
+
+T = TypeVar("T")
+
+
+async def within_rpc_timeout(
+    call: Awaitable[T],
+    rpc_timeout: timedelta | None,
+    what: str,
+    rpc_metadata: Mapping[str, str | bytes] | None = None,
+) -> T:
+    """``call``, bounded by a client call's ``rpc_timeout`` as ``temporalio`` bounds its RPC:
+    when it has not finished in time it is cancelled and :class:`RPCError`
+    ``DEADLINE_EXCEEDED`` is raised (what it asked for may still happen, as with a gRPC
+    deadline). ``rpc_metadata`` (gRPC headers in ``temporalio``) is accepted and ignored:
+    there is no gRPC here.
+    """
+    del rpc_metadata
+    if rpc_timeout is None:
+        return await call
+    seconds = max(rpc_timeout.total_seconds(), 0.0)
+    deadline = asyncio.timeout(seconds)
+    try:
+        async with deadline:
+            return await call
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        raise RPCError(
+            f"deadline exceeded: {what} did not finish within the rpc_timeout of {seconds:g}s",
+            RPCStatusCode.DEADLINE_EXCEEDED,
+        ) from None

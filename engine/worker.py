@@ -97,6 +97,23 @@ class SandboxedWorkflowRunner(UnsandboxedWorkflowRunner):
     as :class:`UnsandboxedWorkflowRunner` does."""
 
 
+def _check_runners(runners: dict[str, Any], interceptors: Sequence[Any]) -> None:
+    """``workflow_runner`` / ``unsandboxed_workflow_runner`` and ``interceptors``, as
+    :class:`Worker` and :class:`Replayer` take them."""
+    for option, runner in runners.items():
+        if runner is not None and not isinstance(runner, UnsandboxedWorkflowRunner):
+            raise InvalidArgumentError(
+                f"{option} must be engine.worker.UnsandboxedWorkflowRunner() or "
+                f"SandboxedWorkflowRunner(), not {type(runner).__name__}: this engine "
+                "runs workflow code on its own deterministic event loop"
+            )
+    if interceptors:
+        raise InvalidArgumentError(
+            "interceptors are not supported by this engine (Temporal's interceptor "
+            "chain has no counterpart here); pass interceptors=() or leave it out"
+        )
+
+
 def _exception_types(types: Sequence[Any], option: str) -> tuple[type[BaseException], ...]:
     for t in types:
         if not (isinstance(t, type) and issubclass(t, BaseException)):
@@ -158,21 +175,13 @@ class Worker:
     ) -> None:
         if not isinstance(task_queue, str) or not task_queue:
             raise InvalidArgumentError("task_queue must be a non-empty string")
-        for option, runner in (
-            ("workflow_runner", workflow_runner),
-            ("unsandboxed_workflow_runner", unsandboxed_workflow_runner),
-        ):
-            if runner is not None and not isinstance(runner, UnsandboxedWorkflowRunner):
-                raise InvalidArgumentError(
-                    f"{option} must be engine.worker.UnsandboxedWorkflowRunner() or "
-                    f"SandboxedWorkflowRunner(), not {type(runner).__name__}: this engine "
-                    "runs workflow code on its own deterministic event loop"
-                )
-        if interceptors:
-            raise InvalidArgumentError(
-                "interceptors are not supported by this engine (Temporal's interceptor "
-                "chain has no counterpart here); pass interceptors=() or leave it out"
-            )
+        _check_runners(
+            {
+                "workflow_runner": workflow_runner,
+                "unsandboxed_workflow_runner": unsandboxed_workflow_runner,
+            },
+            interceptors,
+        )
         if not workflows and not activities:
             raise InvalidArgumentError(
                 "a Worker needs at least one workflow or activity: pass workflows=[...] "
@@ -234,6 +243,8 @@ class Worker:
                 failure_exception_types=_exception_types(
                     workflow_failure_exception_types, "workflow_failure_exception_types"
                 ),
+                local_executor=activity_executor,
+                max_concurrent_local=max_concurrent_local_activities,
             )
         self._activity_args = {
             "max_concurrent": max_concurrent_activities,
@@ -390,17 +401,40 @@ class Replayer:
     A history written by an older version of a workflow must replay without a
     non-determinism error against the new code before that code is deployed. Histories
     may come from this engine or from a Temporal cluster (``WorkflowHistory.from_json``).
+
+    ``workflow_runner``, ``unsandboxed_workflow_runner`` and ``interceptors`` are taken as
+    :class:`Worker` takes them. ``namespace`` and ``identity`` are kept (as
+    :attr:`namespace`, :attr:`identity`) for code that passes them; replayed workflow code
+    sees ``workflow.info().namespace == "default"`` whatever ``namespace`` says.
+    ``debug_mode`` is accepted: replay has no deadlock limit to lift. An option this
+    engine does not know is a ``TypeError`` naming it.
     """
 
     def __init__(
         self,
         *,
         workflows: Sequence[type],
+        workflow_runner: UnsandboxedWorkflowRunner | None = None,
+        unsandboxed_workflow_runner: UnsandboxedWorkflowRunner | None = None,
+        namespace: str = "ReplayNamespace",
         data_converter: DataConverter | None = None,
+        interceptors: Sequence[Any] = (),
+        identity: str | None = None,
         workflow_failure_exception_types: Sequence[type[BaseException]] = (),
+        debug_mode: bool = False,
     ) -> None:
         if not workflows:
             raise InvalidArgumentError("a Replayer needs the workflow classes to replay")
+        _check_runners(
+            {
+                "workflow_runner": workflow_runner,
+                "unsandboxed_workflow_runner": unsandboxed_workflow_runner,
+            },
+            interceptors,
+        )
+        self.namespace = namespace
+        self.identity = identity
+        self.debug_mode = debug_mode
         self._definitions: dict[str, WorkflowDefinition] = {}
         for cls in workflows:
             defn = WorkflowDefinition.of(cls)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import inspect
 import logging
 import random as _random
 import uuid as _uuid
@@ -58,13 +57,25 @@ from ._model.definitions import (
     UnfinishedUpdateHandlersWarning,
     UpdateInfo,
 )
+from ._start_api import (
+    continue_as_new,
+    execute_activity,
+    execute_activity_class,
+    execute_activity_method,
+    execute_child_workflow,
+    sleep,
+    start_activity,
+    start_activity_class,
+    start_activity_method,
+    start_child_workflow,
+    wait_condition,
+)
 from .common import (
     ActivityCancellationType,
     ChildWorkflowCancellationType,
     ParentClosePolicy,
     Priority,
     RetryPolicy,
-    WorkflowIDReusePolicy,
 )
 from .exceptions import InvalidArgumentError, NondeterminismError
 
@@ -278,7 +289,12 @@ class _Runtime(ABC):
     ) -> ActivityHandle[Any]: ...
 
     @abstractmethod
-    async def wait_condition(self, fn: Callable[[], bool], timeout: float | None) -> None: ...
+    async def wait_condition(
+        self, fn: Callable[[], bool], timeout: float | None, timeout_summary: str | None = None
+    ) -> None: ...
+
+    @abstractmethod
+    async def sleep(self, seconds: float, summary: str) -> None: ...
 
     @abstractmethod
     async def start_child_workflow(
@@ -471,31 +487,14 @@ class _ReplaySafeLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
 logger = _ReplaySafeLogger(logging.getLogger("engine.workflow"), {})
 
 
-async def sleep(duration: float | timedelta) -> None:
-    """Durable timer: resume after at least ``duration`` (survives worker crashes)."""
-    seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
-    await asyncio.sleep(seconds)
-
-
-async def wait_condition(
-    fn: Callable[[], bool], *, timeout: float | timedelta | None = None
-) -> None:
-    """Wait until ``fn()`` is true (checked after every step of the workflow).
-
-    With ``timeout``, raises :class:`asyncio.TimeoutError` when it passes first.
-    """
-    seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
-    await _runtime().wait_condition(fn, seconds)
-
-
-def patched(patch_id: str) -> bool:
+def patched(id: str) -> bool:
     """Versioning: True on new runs (recording a marker), False on runs made before."""
-    return _runtime().patched(patch_id, False)
+    return _runtime().patched(id, False)
 
 
-def deprecate_patch(patch_id: str) -> None:
+def deprecate_patch(id: str) -> None:
     """Mark a patch as the only path now; runs from before it must have completed."""
-    _runtime().patched(patch_id, True)
+    _runtime().patched(id, True)
 
 
 def all_handlers_finished() -> bool:
@@ -525,125 +524,6 @@ class ActivityHandle(asyncio.Task[T]):
     """A scheduled activity: await it for its result, ``cancel()`` it to request cancel."""
 
 
-def _timeout(value: float | timedelta | None) -> float | None:
-    if value is None:
-        return None
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
-
-
-def start_activity(
-    activity: Callable[..., Any] | str,
-    arg: Any = inspect.Parameter.empty,
-    *,
-    args: Sequence[Any] = (),
-    task_queue: str | None = None,
-    schedule_to_close_timeout: timedelta | None = None,
-    schedule_to_start_timeout: timedelta | None = None,
-    start_to_close_timeout: timedelta | None = None,
-    heartbeat_timeout: timedelta | None = None,
-    retry_policy: RetryPolicy | None = None,
-    cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL,
-    activity_id: str | None = None,
-    result_type: type | None = None,
-) -> ActivityHandle[Any]:
-    """Schedule an activity and return a handle to it (await the handle for the result).
-
-    One of ``start_to_close_timeout`` or ``schedule_to_close_timeout`` is required.
-    """
-    all_args = _merge_args(arg, args)
-    if start_to_close_timeout is None and schedule_to_close_timeout is None:
-        name = activity if isinstance(activity, str) else getattr(activity, "__name__", activity)
-        raise InvalidArgumentError(
-            f"activity {name!r} needs start_to_close_timeout or schedule_to_close_timeout: "
-            "without one a lost attempt could hang forever. Set start_to_close_timeout to "
-            "the longest one attempt may take, e.g. timedelta(seconds=30)"
-        )
-    if retry_policy is not None:
-        retry_policy.validate()
-    options = {
-        "task_queue": task_queue,
-        "schedule_to_close": _timeout(schedule_to_close_timeout),
-        "schedule_to_start": _timeout(schedule_to_start_timeout),
-        "start_to_close": _timeout(start_to_close_timeout),
-        "heartbeat": _timeout(heartbeat_timeout),
-        "retry_policy": retry_policy,
-        "cancellation_type": cancellation_type,
-        "activity_id": activity_id,
-        "result_type": result_type,
-    }
-    return _runtime().start_activity(activity, all_args, options)
-
-
-async def execute_activity(
-    activity: Callable[..., Any] | str,
-    arg: Any = inspect.Parameter.empty,
-    *,
-    args: Sequence[Any] = (),
-    task_queue: str | None = None,
-    schedule_to_close_timeout: timedelta | None = None,
-    schedule_to_start_timeout: timedelta | None = None,
-    start_to_close_timeout: timedelta | None = None,
-    heartbeat_timeout: timedelta | None = None,
-    retry_policy: RetryPolicy | None = None,
-    cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL,
-    activity_id: str | None = None,
-    result_type: type | None = None,
-) -> Any:
-    """Run an activity and wait for its result (see :func:`start_activity`)."""
-    return await start_activity(
-        activity,
-        arg,
-        args=args,
-        task_queue=task_queue,
-        schedule_to_close_timeout=schedule_to_close_timeout,
-        schedule_to_start_timeout=schedule_to_start_timeout,
-        start_to_close_timeout=start_to_close_timeout,
-        heartbeat_timeout=heartbeat_timeout,
-        retry_policy=retry_policy,
-        cancellation_type=cancellation_type,
-        activity_id=activity_id,
-        result_type=result_type,
-    )
-
-
-def start_activity_method(
-    activity: Callable[..., Any], arg: Any = inspect.Parameter.empty, **options: Any
-) -> ActivityHandle[Any]:
-    """:func:`start_activity` for an activity that is a method (``Store.charge``); the
-    worker runs it on the instance it was given (``activities=[store.charge]``)."""
-    return start_activity(activity, arg, **options)
-
-
-async def execute_activity_method(
-    activity: Callable[..., Any], arg: Any = inspect.Parameter.empty, **options: Any
-) -> Any:
-    """:func:`execute_activity` for an activity that is a method."""
-    return await start_activity(activity, arg, **options)
-
-
-def start_activity_class(
-    activity: type, arg: Any = inspect.Parameter.empty, **options: Any
-) -> ActivityHandle[Any]:
-    """:func:`start_activity` for an activity that is a callable class (``Charger``); the
-    worker calls the instance it was given (``activities=[Charger(db)]``)."""
-    return start_activity(activity, arg, **options)
-
-
-async def execute_activity_class(
-    activity: type, arg: Any = inspect.Parameter.empty, **options: Any
-) -> Any:
-    """:func:`execute_activity` for an activity that is a callable class."""
-    return await start_activity(activity, arg, **options)
-
-
-def _merge_args(arg: Any, args: Sequence[Any]) -> list[Any]:
-    if arg is not inspect.Parameter.empty:
-        if args:
-            raise InvalidArgumentError("pass either one positional arg or args=[...], not both")
-        return [arg]
-    return list(args)
-
-
 # ---------------------------------------------------------------------------------------
 # child workflows
 # ---------------------------------------------------------------------------------------
@@ -657,77 +537,6 @@ class ChildWorkflowHandle(asyncio.Task[T]):
 
     id: str
     first_execution_run_id: str | None
-
-
-async def start_child_workflow(
-    workflow: Callable[..., Any] | str,
-    arg: Any = inspect.Parameter.empty,
-    *,
-    args: Sequence[Any] = (),
-    id: str | None = None,
-    task_queue: str | None = None,
-    execution_timeout: timedelta | None = None,
-    run_timeout: timedelta | None = None,
-    task_timeout: timedelta | None = None,
-    id_reuse_policy: WorkflowIDReusePolicy = WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-    parent_close_policy: ParentClosePolicy = ParentClosePolicy.TERMINATE,
-    cancellation_type: ChildWorkflowCancellationType = (
-        ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED
-    ),
-    result_type: type | None = None,
-) -> ChildWorkflowHandle[Any]:
-    """Start a child workflow and wait until it has started; return its handle.
-
-    The child gets its own history (and its own limits). By default it is terminated
-    when this workflow closes (``parent_close_policy``).
-    """
-    options = {
-        "id": id,
-        "task_queue": task_queue,
-        "execution_timeout": _timeout(execution_timeout),
-        "run_timeout": _timeout(run_timeout),
-        "task_timeout": _timeout(task_timeout),
-        "id_reuse_policy": id_reuse_policy,
-        "parent_close_policy": parent_close_policy,
-        "cancellation_type": cancellation_type,
-        "result_type": result_type,
-    }
-    return await _runtime().start_child_workflow(workflow, _merge_args(arg, args), options)
-
-
-async def execute_child_workflow(
-    workflow: Callable[..., Any] | str,
-    arg: Any = inspect.Parameter.empty,
-    *,
-    args: Sequence[Any] = (),
-    id: str | None = None,
-    task_queue: str | None = None,
-    execution_timeout: timedelta | None = None,
-    run_timeout: timedelta | None = None,
-    task_timeout: timedelta | None = None,
-    id_reuse_policy: WorkflowIDReusePolicy = WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-    parent_close_policy: ParentClosePolicy = ParentClosePolicy.TERMINATE,
-    cancellation_type: ChildWorkflowCancellationType = (
-        ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED
-    ),
-    result_type: type | None = None,
-) -> Any:
-    """Start a child workflow and wait for its result."""
-    handle = await start_child_workflow(
-        workflow,
-        arg,
-        args=args,
-        id=id,
-        task_queue=task_queue,
-        execution_timeout=execution_timeout,
-        run_timeout=run_timeout,
-        task_timeout=task_timeout,
-        id_reuse_policy=id_reuse_policy,
-        parent_close_policy=parent_close_policy,
-        cancellation_type=cancellation_type,
-        result_type=result_type,
-    )
-    return await handle
 
 
 # ---------------------------------------------------------------------------------------
@@ -745,27 +554,6 @@ class ContinueAsNewError(BaseException):
         super().__init__("continue as new")
         self.input_args = list(args)
         self.options = options
-
-
-def continue_as_new(
-    arg: Any = inspect.Parameter.empty,
-    *,
-    args: Sequence[Any] = (),
-    workflow: Callable[..., Any] | str | None = None,
-    task_queue: str | None = None,
-    run_timeout: timedelta | None = None,
-    task_timeout: timedelta | None = None,
-) -> Any:
-    """Close this run and start a fresh one (same workflow id, new run id, empty history)."""
-    raise _runtime().continue_as_new_error(
-        _merge_args(arg, args),
-        {
-            "workflow": workflow,
-            "task_queue": task_queue,
-            "run_timeout": _timeout(run_timeout),
-            "task_timeout": _timeout(task_timeout),
-        },
-    )
 
 
 # ---------------------------------------------------------------------------------------

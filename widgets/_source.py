@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
+from engine import DataConverter, HistoryEvent, WorkflowHandle, WorkflowHistory
 from engine.exceptions import WorkflowNotFoundError
 
 from . import _live
@@ -22,11 +22,20 @@ class RunSource:
     open run) a way to follow it.
 
     Built from a :class:`~engine.WorkflowHandle` (live: new events and attempts arrive as
-    they are recorded) or a :class:`~engine.WorkflowHistory` (fixed).
+    they are recorded) or a :class:`~engine.WorkflowHistory` (fixed). ``data_converter``
+    decodes the summaries the events carry: by default a handle's client's (its payload
+    codec included), else :attr:`DataConverter.default`.
     """
 
-    def __init__(self, source: WorkflowHandle | WorkflowHistory, *, attempts: bool) -> None:
+    def __init__(
+        self,
+        source: WorkflowHandle | WorkflowHistory,
+        *,
+        attempts: bool,
+        data_converter: DataConverter | None = None,
+    ) -> None:
         self.handle: WorkflowHandle | None = None
+        self.data_converter: DataConverter | None = data_converter
         self.workflow_id: str
         self.run_id: str
         self.events: list[HistoryEvent]
@@ -41,6 +50,8 @@ class RunSource:
                 f"expected a WorkflowHandle (from client.start_workflow or "
                 f"client.get_workflow_handle) or a WorkflowHistory, not {type(source).__name__}"
             )
+        if data_converter is None:
+            self.data_converter = source.client.data_converter
         desc = _live.call(source.describe())
         # Pin the run: a later run of the same workflow id is another view.
         self.handle = source.client.get_workflow_handle(source.id, run_id=desc.run_id)

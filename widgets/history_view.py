@@ -10,7 +10,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
+from engine import DataConverter, HistoryEvent, WorkflowHandle, WorkflowHistory
 
 from ._snapshot import html_table
 from ._source import LiveRunView, RunSource, seconds
@@ -29,7 +29,10 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
     ``refresh_interval``); ``HistoryView(history)`` shows a recorded one. The compact view
     has one row per activity, timer, child, signal, update and marker (with its status and
     attempts); the full view one row per event. Rows are coloured by category, failures
-    are highlighted, and selecting a row shows its attributes with payloads decoded.
+    are highlighted, and selecting a row shows its attributes with payloads decoded. The
+    run's static summary heads the table (its static details open below it), and a step
+    with a ``summary=`` shows it first in its summary cell: always as plain text.
+    ``data_converter`` decodes them (by default the handle's client's).
 
     Only the rows in view are sent to the browser (``window_size`` at a time), so a
     50,000-event history opens as fast as a short one. The refresh pauses while no view of
@@ -45,6 +48,9 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
     _css = CSS
 
     title = traitlets.Unicode("").tag(sync=True)
+    #: The run's ``static_summary`` / ``static_details`` as text ("" for none).
+    run_summary = traitlets.Unicode("").tag(sync=True)
+    run_details = traitlets.Unicode("").tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)
     mode = traitlets.Unicode("compact").tag(sync=True)
     total = traitlets.Int(0).tag(sync=True)
@@ -70,6 +76,7 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
         mode: str = "compact",
         window_size: int = 100,
         refresh_interval: float | timedelta = 0.5,
+        data_converter: DataConverter | None = None,
         **kwargs: Any,
     ) -> None:
         if mode not in MODES:
@@ -78,8 +85,8 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
             raise ValueError(f"window_size must be between 30 and 2000, not {window_size}")
         interval = seconds(refresh_interval)
         self._lock = threading.RLock()
-        self._source = RunSource(source, attempts=False)
-        self._model = HistoryModel(self._source.events)
+        self._source = RunSource(source, attempts=False, data_converter=data_converter)
+        self._model = HistoryModel(self._source.events, data_converter=self._source.data_converter)
         super().__init__(mode=mode, window_size=window_size, **kwargs)
         with self.hold_sync():
             self._update_header()
@@ -108,19 +115,23 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
             [_cells(r) for r in rows],
             failed=[r.failed for r in rows],
         )
+        about = _about_html(self._model.static_summary, self._model.static_details)
         return (
             f'<div class="dn-static dn-history"><p><strong>{escape(heading)}</strong></p>'
-            f"{table}</div>"
+            f"{about}{table}</div>"
         )
 
     def _static_text(self) -> str:
         with self._lock:
             rows = self._model.compact()
         lines = [repr(self)]
+        if self._model.static_summary:
+            lines.append(f"  {self._model.static_summary}")
         for r in rows[:30]:
             kind, label, status, attempts, at, took, _summary = _cells(r)
+            note = f"— {r.user_summary}" if r.user_summary else ""
             lines.append(
-                "  ".join(p for p in (f"{kind:<13}", label, status, attempts, at, took) if p)
+                "  ".join(p for p in (f"{kind:<13}", label, status, attempts, at, took, note) if p)
             )
         if len(rows) > 30:
             lines.append(f"… {len(rows) - 30} more rows")
@@ -141,6 +152,8 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
             workflow_type, status = row.label, row.status
         parts = [source.workflow_id, workflow_type, f"run {source.run_id}" if source.run_id else ""]
         self.title = " · ".join(p for p in parts if p)
+        self.run_summary = model.static_summary
+        self.run_details = model.static_details
         self.status = status
         self.event_count = len(model.events)
         self.failure_count = model.failures
@@ -198,6 +211,15 @@ class HistoryView(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
             self._update_rows()
 
 
+def _about_html(summary: str, details: str) -> str:
+    """The run's static summary and details as static HTML: escaped text, lines kept."""
+    return "".join(
+        f"<p><{tag}>{escape(text)}</{tag}></p>".replace("\n", "<br>")
+        for tag, text in (("em", summary), ("small", details))
+        if text
+    )
+
+
 def _cells(row: CompactRow) -> tuple[str, str, str, str, str, str, str]:
     """A compact row as the static table writes it."""
     took = (
@@ -210,5 +232,5 @@ def _cells(row: CompactRow) -> tuple[str, str, str, str, str, str, str]:
         f"\u00d7{row.attempts}" if row.attempts else "",  # "x3", as the live table writes it
         offset_text(row.start),
         took,
-        row.summary,
+        " · ".join(p for p in (row.user_summary, row.summary) if p),
     )

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from engine import HistoryEvent
+from engine import DataConverter, HistoryEvent
 from engine.dataframes import event_category, failure_text, payload_preview
 
 from .axis import axis_ticks, min_bar_seconds, tick_label, timeline_ticks
@@ -21,6 +21,7 @@ from .axis import axis_ticks, min_bar_seconds, tick_label, timeline_ticks
 __all__ = [
     "CATEGORY_COLOURS",
     "CLOSE_EVENTS",
+    "ENCODED",
     "STATUS_COLOURS",
     "Bar",
     "CompactRow",
@@ -33,12 +34,14 @@ __all__ = [
     "event_detail",
     "event_row",
     "is_failure",
+    "metadata_text",
     "min_bar_seconds",
     "offset_text",
     "short_id",
     "tick_label",
     "timeline",
     "timeline_ticks",
+    "user_metadata",
 ]
 
 #: Colour of each event category (``engine.dataframes.EVENT_CATEGORIES``).
@@ -120,6 +123,50 @@ def _failure(attributes: Mapping[str, Any]) -> str | None:
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+#: What a summary or details payload that cannot be decoded shows as (a payload codec the
+#: view's data converter does not have, an encoding that is not text).
+ENCODED = "(encoded)"
+
+
+def metadata_text(payload: Any, data_converter: DataConverter | None = None) -> str:
+    """One payload of Temporal's ``userMetadata`` (a summary or details) as text.
+
+    Decoded with ``data_converter`` (the client's: its payload codec is undone first;
+    :attr:`DataConverter.default` when None). "" when there is no payload, ``"(encoded)"``
+    when it cannot be decoded or is not text. The text is the user's own: every view shows
+    it as plain text (Markdown unrendered, HTML escaped), never as markup.
+    """
+    if not isinstance(payload, Mapping):
+        return ""
+    converter = data_converter or DataConverter.default
+    try:
+        value = converter.from_payloads_json([payload])[0]
+    except Exception:  # a codec this converter lacks, malformed data: still a view
+        return ENCODED
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return ENCODED
+    return json.dumps(value, default=str)
+
+
+def user_metadata(
+    event: HistoryEvent, data_converter: DataConverter | None = None
+) -> tuple[str, str]:
+    """The ``(summary, details)`` of an event's ``userMetadata`` as text ("" for none): the
+    ``summary=`` of an activity, local activity (its marker) or timer, the
+    ``static_summary`` / ``static_details`` of a run (its start event) or a child."""
+    meta = event.extra.get("userMetadata")
+    if not isinstance(meta, Mapping):
+        return "", ""
+    return (
+        metadata_text(meta.get("summary"), data_converter),
+        metadata_text(meta.get("details"), data_converter),
+    )
 
 
 def event_summary(event: HistoryEvent) -> str:
@@ -235,14 +282,21 @@ class EventRow:
     colour: str
     failed: bool
     summary: str
+    #: The user's ``summary`` recorded on the event (its ``userMetadata``), as text; "" if none.
+    user_summary: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The row as the widget front end reads it."""
         return asdict(self)
 
 
-def event_row(event: HistoryEvent, t0: float) -> EventRow:
-    """The full-view row of ``event`` (``t0``: the time of the run's first event)."""
+def event_row(event: HistoryEvent, t0: float, *, user_summary: str | None = None) -> EventRow:
+    """The full-view row of ``event`` (``t0``: the time of the run's first event).
+
+    ``user_summary``: the event's decoded summary (a :class:`HistoryModel` passes the one it
+    decoded with its data converter); None decodes it with the default converter."""
+    if user_summary is None:
+        user_summary = user_metadata(event)[0]
     category = event_category(event.event_type)
     failed = is_failure(event.event_type)
     return EventRow(
@@ -254,6 +308,7 @@ def event_row(event: HistoryEvent, t0: float) -> EventRow:
         colour=CATEGORY_COLOURS.get(category, CATEGORY_COLOURS["other"]),
         failed=failed,
         summary=event_summary(event),
+        user_summary=user_summary,
     )
 
 
@@ -272,6 +327,10 @@ class CompactRow:
     event_ids: list[int] = field(default_factory=list)
     summary: str = ""
     failed: bool = False
+    #: The user's summary / details of the step (``summary=`` of an activity, local
+    #: activity or timer; ``static_summary`` / ``static_details`` of a child or the run).
+    user_summary: str = ""
+    user_details: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The row as the widget front end reads it (details come with :meth:`detail`)."""
@@ -289,6 +348,8 @@ class CompactRow:
             "event_ids": list(self.event_ids),
             "summary": self.summary,
             "failed": self.failed,
+            "user_summary": self.user_summary,
+            "user_details": self.user_details,
         }
 
     def detail(self, events: Mapping[int, HistoryEvent]) -> str:
@@ -354,8 +415,17 @@ class HistoryModel:
     one pass to group the compact view and nothing per row until it is shown.
     """
 
-    def __init__(self, events: Iterable[HistoryEvent] = ()) -> None:
+    def __init__(
+        self,
+        events: Iterable[HistoryEvent] = (),
+        *,
+        data_converter: DataConverter | None = None,
+    ) -> None:
+        #: Decodes the events' summaries (the client's, so its payload codec applies).
+        self.data_converter = data_converter
         self.events: list[HistoryEvent] = []
+        #: The decoded ``(summary, details)`` of each event that has user metadata.
+        self._user: dict[int, tuple[str, str]] = {}
         self._by_id: dict[int, HistoryEvent] = {}
         self._compact: list[CompactRow] = []
         self._row_of: dict[int, CompactRow] = {}
@@ -391,10 +461,26 @@ class HistoryModel:
                 continue
             self.events.append(event)
             self._by_id[event.event_id] = event
+            if "userMetadata" in event.extra:
+                self._user[event.event_id] = user_metadata(event, self.data_converter)
             self.failures += is_failure(event.event_type)
             self._group(event)
             added += 1
         return added
+
+    def user_metadata(self, event_id: int) -> tuple[str, str]:
+        """The decoded ``(summary, details)`` of event ``event_id`` ("" for none)."""
+        return self._user.get(event_id, ("", ""))
+
+    @property
+    def static_summary(self) -> str:
+        """The run's ``static_summary`` (from its start event), as text; "" if none."""
+        return self.user_metadata(self.events[0].event_id)[0] if self.events else ""
+
+    @property
+    def static_details(self) -> str:
+        """The run's ``static_details`` (from its start event), as text; "" if none."""
+        return self.user_metadata(self.events[0].event_id)[1] if self.events else ""
 
     def _offset(self, event: HistoryEvent) -> float:
         return event.event_time - self.t0
@@ -409,6 +495,7 @@ class HistoryModel:
             event_ids=[event.event_id],
             summary=event_summary(event),
         )
+        row.user_summary, row.user_details = self.user_metadata(event.event_id)
         self._compact.append(row)
         self._row_of[event.event_id] = row
         return row
@@ -491,7 +578,10 @@ class HistoryModel:
         start = max(0, start)
         if mode == "full":
             t0 = self.t0
-            return [event_row(e, t0).to_json() for e in self.events[start:stop]]
+            return [
+                event_row(e, t0, user_summary=self.user_metadata(e.event_id)[0]).to_json()
+                for e in self.events[start:stop]
+            ]
         return [r.to_json() for r in self._compact[start:stop]]
 
     def detail(self, mode: str, index: int) -> str:
@@ -547,17 +637,22 @@ class Tick:
     at: float
     kind: str
     label: str
+    #: The user's summary (a local activity's marker), as text.
+    summary: str = ""
 
 
 @dataclass
 class Lane:
-    """One row of the timeline."""
+    """One row of the timeline; ``summary`` / ``details``: the user's, as text (the
+    ``summary=`` of an activity or timer, a child's static summary and details)."""
 
     key: str
     label: str
     category: str
     bars: list[Bar] = field(default_factory=list)
     ticks: list[Tick] = field(default_factory=list)
+    summary: str = ""
+    details: str = ""
 
 
 @dataclass
@@ -569,6 +664,9 @@ class TimelineData:
     now: float | None
     lanes: list[Lane]
     hidden_lanes: int = 0
+    #: The run's ``static_summary`` / ``static_details``, as text ("" for none).
+    summary: str = ""
+    details: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """As the widget front end reads it (statuses with their colours)."""
@@ -683,9 +781,9 @@ def timeline(
             name = (request.get("input") or {}).get("name", "update")
             messages.ticks.append(Tick(offset, "update", str(name)))
         elif kind == "MarkerRecorded":
-            messages.ticks.append(
-                Tick(offset, "marker", str(event.attributes.get("markerName", "")))
-            )
+            name = str(event.attributes.get("markerName", ""))
+            summary = model.user_metadata(event.event_id)[0]
+            messages.ticks.append(Tick(offset, "marker", name, summary=summary))
 
     for row in model.compact():
         first = model._by_id[row.event_ids[0]]
@@ -709,13 +807,13 @@ def timeline(
                         kind="attempt",
                     )
                 )
-            lane = Lane(row.key, row.label, "activity")
+            lane = Lane(row.key, row.label, "activity", summary=row.user_summary)
             lane.bars = _attempt_bars(by_activity.get(first.event_id, []), t0, fallback)
             if not lane.bars:
                 lane.bars.append(Bar(row.start, None, "scheduled", "scheduled", kind="attempt"))
             lanes.append(lane)
         elif row.kind == "timer":
-            lane = Lane(row.key, row.label, "timer")
+            lane = Lane(row.key, row.label, "timer", summary=row.user_summary)
             due_after = _duration_seconds(first.attributes.get("startToFireTimeout"))
             due = None if due_after is None else row.start + due_after
             lane.bars.append(Bar(row.start, row.end, row.status, row.label, kind="timer"))
@@ -723,7 +821,9 @@ def timeline(
                 lane.ticks.append(Tick(due, "due", f"due at +{due:.3f}s"))
             lanes.append(lane)
         elif row.kind == "child":
-            lane = Lane(row.key, row.label, "child")
+            lane = Lane(
+                row.key, row.label, "child", summary=row.user_summary, details=row.user_details
+            )
             lane.bars.append(Bar(row.start, row.end, row.status, row.label, kind="child"))
             lanes.append(lane)
     if messages.ticks:
@@ -737,4 +837,12 @@ def timeline(
     for lane in lanes:
         ends += [b.end for b in lane.bars if b.end is not None]
         ends += [t.at for t in lane.ticks]
-    return TimelineData(t0=t0, end=max(ends), now=now_offset, lanes=lanes, hidden_lanes=hidden)
+    return TimelineData(
+        t0=t0,
+        end=max(ends),
+        now=now_offset,
+        lanes=lanes,
+        hidden_lanes=hidden,
+        summary=model.static_summary,
+        details=model.static_details,
+    )

@@ -12,6 +12,7 @@ from engine.worker import Replayer, ReplaySession, Snapshot
 
 from . import _live
 from ._snapshot import StaticDisplay
+from .models import user_metadata
 from .stepper_model import (
     Breakpoints,
     banner_html,
@@ -83,6 +84,15 @@ class ReplayStepper(StaticDisplay, w.VBox):  # type: ignore[misc]
         if not 3 <= window_size <= 60:
             raise ValueError(f"window_size must be between 3 and 60 rows, not {window_size}")
         self._history = _history_of(history)
+        converter = data_converter
+        if converter is None and isinstance(history, WorkflowHandle):
+            converter = history.client.data_converter
+        #: The user's summaries, decoded once, by event id (and the run's static summary).
+        self._summaries = {
+            e.event_id: user_metadata(e, converter)[0]
+            for e in self._history.events
+            if "userMetadata" in e.extra
+        }
         replayer = Replayer(workflows=list(workflows), data_converter=data_converter)
         self._session: ReplaySession = replayer.debug(self._history)
         self._events: list[HistoryEvent] = self._session.events
@@ -287,8 +297,13 @@ class ReplayStepper(StaticDisplay, w.VBox):  # type: ignore[misc]
         snap = self._snapshot
         diverged = snap.diverged
         note = " ".join(n for n in (self._note, self._breakpoint_note()) if n)
+        first = self._events[0].event_id if self._events else 0
         self.header.value = header_html(
-            self._history.workflow_id, self._history.workflow_type, snap, note
+            self._history.workflow_id,
+            self._history.workflow_type,
+            snap,
+            note,
+            summary=self._summaries.get(first, ""),
         )
         self.banner.value = banner_html(snap)
         self.banner.layout.display = None if diverged is not None else "none"
@@ -300,6 +315,7 @@ class ReplayStepper(StaticDisplay, w.VBox):  # type: ignore[misc]
             size=self._window,
             breakpoints=self._breakpoints,
             diverged_at=_diverged_at(snap),
+            summaries=self._summaries,
         )
         self._syncing = True
         try:
@@ -329,7 +345,13 @@ class ReplayStepper(StaticDisplay, w.VBox):  # type: ignore[misc]
 
     def _static_html(self) -> str:
         history = self._history
-        return static_html(history.workflow_id, history.workflow_type, self._snapshot, self._events)
+        return static_html(
+            history.workflow_id,
+            history.workflow_type,
+            self._snapshot,
+            self._events,
+            summaries=self._summaries,
+        )
 
     def _static_text(self) -> str:
         history = self._history

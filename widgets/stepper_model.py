@@ -11,7 +11,7 @@ from __future__ import annotations
 import linecache
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -179,8 +179,11 @@ def _workflow_time(snap: Snapshot) -> str:
     return snap.workflow_time.isoformat(timespec="seconds") if snap.workflow_time else "-"
 
 
-def header_html(workflow_id: str, workflow_type: str, snap: Snapshot, note: str = "") -> str:
-    """The title line: the run, how far the replay is, and its state as a chip."""
+def header_html(
+    workflow_id: str, workflow_type: str, snap: Snapshot, note: str = "", summary: str = ""
+) -> str:
+    """The title line: the run, how far the replay is, and its state as a chip; under it
+    the run's static ``summary`` (escaped: the user's text, never markup)."""
     state, colour = replay_state(snap)
     time = _workflow_time(snap)
     parts = [
@@ -191,9 +194,18 @@ def header_html(workflow_id: str, workflow_type: str, snap: Snapshot, note: str 
         f" · workflow time {escape(time)}</span>",
         "</div>",
     ]
+    if summary:
+        parts.append(f'<div class="dn-run-summary">{escape(summary)}</div>')
     if note:
         parts.append(f'<div class="dn-note dn-st-note">{escape(note)}</div>')
     return "".join(parts)
+
+
+def summary_text(event: HistoryEvent, summaries: Mapping[int, str] | None = None) -> str:
+    """An event's summary cell: the user's summary (``summaries``: decoded by event id, see
+    :func:`widgets.models.user_metadata`) before what :func:`event_summary` says."""
+    user = (summaries or {}).get(event.event_id, "")
+    return " · ".join(p for p in (user, event_summary(event)) if p)
 
 
 # -- divergence banner -------------------------------------------------------------------
@@ -414,9 +426,11 @@ def history_html(
     size: int = 21,
     breakpoints: Breakpoints | None = None,
     diverged_at: int | None = None,
+    summaries: Mapping[int, str] | None = None,
 ) -> str:
     """The history around the current event as a table: applied events, the current one
-    highlighted, those not yet applied muted, breakpoints and the divergence marked."""
+    highlighted, those not yet applied muted, breakpoints and the divergence marked
+    (``summaries``: the user's, by event id, shown first in the summary cell)."""
     start, stop = history_window(events, position, size)
     rows = []
     for index in range(start, stop):
@@ -439,7 +453,7 @@ def history_html(
             f'<tr class="{" ".join(classes)}"{aria} data-event-id="{event.event_id}">'
             f'<td class="dn-id">{mark}{event.event_id}</td>'
             f"<td>{escape(event.event_type)}</td>"
-            f'<td class="dn-c">{escape(event_summary(event))}</td></tr>'
+            f'<td class="dn-c">{escape(summary_text(event, summaries))}</td></tr>'
         )
     head = '<tr class="dn-colhead"><th>id</th><th>type</th><th>summary</th></tr>'
     shown = f"events {start + 1} to {stop} of {len(events)}" if events else "no events"
@@ -467,6 +481,7 @@ def static_html(
     events: Sequence[HistoryEvent],
     *,
     around: int = STATIC_AROUND,
+    summaries: Mapping[int, str] | None = None,
 ) -> str:
     """What the stepper shows, as HTML that needs no style sheet nor script: the run and
     position, the divergence banner, the source around the current line, and the events
@@ -507,7 +522,7 @@ def static_html(
                     "▶" if i == current else "",
                     events[i].event_id,
                     events[i].event_type,
-                    event_summary(events[i]),
+                    summary_text(events[i], summaries),
                 )
                 for i in range(start, stop)
             ],

@@ -12,7 +12,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from engine import HistoryEvent, WorkflowHandle, WorkflowHistory
+from engine import DataConverter, HistoryEvent, WorkflowHandle, WorkflowHistory
 
 from . import _live
 from ._source import LiveRunView, RunSource, seconds
@@ -41,7 +41,10 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
     due time marked), one per child, and one lane of signal / update / marker ticks. A
     "now" line moves while the run is open. The axis is ticked at round values (0, 1 s,
     2 s, 5 s ... minutes, hours); a bar is never drawn narrower than a few pixels, so a
-    millisecond activity stays visible.
+    millisecond activity stays visible. The run's static summary (and, opened, its details)
+    stands under the title, and each activity, timer or child with a ``summary=`` shows it
+    beside its bars: always as plain text. ``data_converter`` decodes them (by default the
+    handle's client's).
 
     :meth:`figure` draws the same view with matplotlib (re-reading the run first) for
     static output; the widget's display data holds that figure as a PNG, so a saved
@@ -67,12 +70,13 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
         *,
         refresh_interval: float | timedelta = 0.5,
         max_lanes: int = 200,
+        data_converter: DataConverter | None = None,
         **kwargs: Any,
     ) -> None:
         interval = seconds(refresh_interval)
         self._lock = threading.RLock()
-        self._source = RunSource(source, attempts=True)
-        self._model = HistoryModel(self._source.events)
+        self._source = RunSource(source, attempts=True, data_converter=data_converter)
+        self._model = HistoryModel(self._source.events, data_converter=self._source.data_converter)
         self._attempts: list[dict[str, Any]] = list(self._source.attempts)
         self._max_lanes = max_lanes
         super().__init__(**kwargs)
@@ -171,6 +175,7 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
         # The plot takes about three quarters of the figure's width (labels on the left).
         shortest = min_bar_seconds(end, 0.75 * width * fig.dpi)
         for y, lane in enumerate(lanes):
+            last = 0.0
             for bar in lane.bars:
                 stop = bar.end if bar.end is not None else (data.now if data.now else end)
                 colour = STATUS_COLOURS.get(bar.status, STATUS_COLOURS["waiting"])
@@ -179,6 +184,18 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
                     continue
                 width_s = max(stop - bar.start, shortest)
                 ax.broken_barh([(bar.start, width_s)], (y - 0.3, 0.6), facecolors=colour)
+                last = max(last, bar.start + width_s)
+            if lane.summary:  # the user's text: no mathtext ("$" stays a dollar sign)
+                ax.text(
+                    last + end * 0.01,
+                    y,
+                    _cut(lane.summary, 60),
+                    va="center",
+                    fontsize=8,
+                    color="#343a40",
+                    parse_math=False,
+                    clip_on=True,
+                )
             for tick in lane.ticks:
                 marker = "|" if tick.kind == "due" else "v"
                 ax.plot([tick.at], [y], marker=marker, color="#495057", markersize=9)
@@ -189,7 +206,9 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
         ax.set_xticks([at for at, _ in ticks], [label for _, label in ticks])
         ax.set_xlim(0, end * 1.02)
         ax.set_xlabel("time since the run started")
-        ax.set_title(title, loc="left", fontsize=10)
+        if data.summary:
+            title = f"{title}\n{_cut(data.summary, 120)}"
+        ax.set_title(title, loc="left", fontsize=10, parse_math=False)
         ax.grid(axis="x", alpha=0.3)
         if inline:
             _show_figures_inline()
@@ -207,6 +226,8 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
         with self._lock:
             data = self.timeline
         lines = [repr(self)]
+        if data.summary:
+            lines.append(f"  {data.summary}")
         for lane in data.lanes[:30]:
             bars = [b for b in lane.bars if b.kind != "backoff"]
             statuses = ", ".join(b.status.replace("_", " ") for b in bars[-5:])
@@ -216,11 +237,17 @@ class Timeline(LiveRunView, anywidget.AnyWidget):  # type: ignore[misc]
                 last = bars[-1].end
                 until = offset_text(last) if last is not None else "now"
                 span = f" · {offset_text(bars[0].start)} to {until}"
-            lines.append(f"  {lane.label}: {statuses or '-'}{ticks}{span}")
+            note = f" — {lane.summary}" if lane.summary else ""
+            lines.append(f"  {lane.label}{note}: {statuses or '-'}{ticks}{span}")
         more = max(0, len(data.lanes) - 30) + data.hidden_lanes
         if more:
             lines.append(f"  … {more} more lanes")
         return "\n".join(lines)
+
+
+def _cut(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _show_figures_inline() -> None:

@@ -37,10 +37,16 @@ COMMAND_EVENT_TYPES = frozenset(
 
 @dataclass
 class Command:
-    """Base of all commands."""
+    """Base of all commands.
+
+    ``user_metadata`` is Temporal's ``UserMetadata`` of the command (``{"summary": payload,
+    "details": payload}``, payloads through the data converter): the summary given to an
+    activity, timer or child, recorded as the event's top-level ``userMetadata``. Replay
+    does not compare it (a changed summary is a safe edit, as in Temporal)."""
 
     #: The event type this command is recorded as.
     event_type = ""
+    user_metadata: JsonDict | None = field(default=None, kw_only=True, repr=False)
 
     def matches(self, event_type: str, attrs: JsonDict) -> bool:
         """Whether a recorded command event is the record of this command."""
@@ -236,6 +242,11 @@ class ContinueAsNewWorkflowExecution(Command):
     input: list[JsonDict]
     run_timeout: float | None = None
     task_timeout: float | None = None
+    #: Delay before the new run's first workflow task.
+    backoff_start_interval: float | None = None
+    #: None: the current run's retry policy; its start memo (``{"fields": ...}``).
+    retry_policy: JsonDict | None = None
+    memo: JsonDict | None = None
     event_type = "WorkflowExecutionContinuedAsNew"
 
     def describe(self) -> str:
@@ -257,6 +268,10 @@ class StartChildWorkflowExecution(Command):
     task_timeout: float | None = None
     id_reuse_policy: int = 1
     parent_close_policy: int = 1
+    retry_policy: JsonDict | None = None
+    cron_schedule: str = ""
+    #: Temporal's ``memo`` (``{"fields": {key: payload}}``), or None.
+    memo: JsonDict | None = None
     event_type = "StartChildWorkflowExecutionInitiated"
 
     def matches(self, event_type: str, attrs: JsonDict) -> bool:

@@ -131,10 +131,10 @@ def run(fn: F) -> F:
     return fn
 
 
-def init(fn: F) -> F:
+def init(init_fn: F) -> F:
     """Mark ``__init__`` as taking the workflow's arguments too."""
-    setattr(fn, _INIT, True)
-    return fn
+    setattr(init_fn, _INIT, True)
+    return init_fn
 
 
 def _handler_decorator(kind: str) -> Callable[..., Any]:

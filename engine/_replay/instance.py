@@ -15,7 +15,7 @@ import logging
 import random as _random
 import uuid
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, get_args
@@ -96,6 +96,7 @@ class WorkflowInstance(
         self._local_requests: list[j.LocalActivityRequest] = []
         self._local_markers: dict[int, j.ResolveLocalActivity] = {}
         self._replayed_locals: list[j.ResolveLocalActivity] = []
+        self._local_cancels: list[int] = []
         self._externals_by_event: dict[int, int] = {}
         self._conditions: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
         self._handlers_running = 0
@@ -397,6 +398,17 @@ class WorkflowInstance(
         raw = self.info().raw_memo
         return {key: self.converter.from_payloads_json([value])[0] for key, value in raw.items()}
 
+    def _memo_json(self, memo: Mapping[str, Any] | None) -> JsonDict | None:
+        """A memo given to a child or a continue-as-new, as Temporal's ``Memo`` JSON."""
+        if not memo:
+            return None
+        fields: dict[str, JsonDict] = {}
+        for key, value in memo.items():
+            if not isinstance(key, str):
+                raise InvalidArgumentError(f"memo keys are strings, not {type(key).__name__}")
+            fields[key] = self.converter.to_payloads_json([value])[0]
+        return {"fields": fields}
+
     def upsert_memo(self, updates: Any) -> None:
         """Record memo changes and apply them to ``info().raw_memo`` (None removes a key)."""
         fields: dict[str, JsonDict] = {}
@@ -459,14 +471,38 @@ class WorkflowInstance(
         """No async signal/update handler is still running."""
         return self._handlers_running == 0
 
-    async def wait_condition(self, fn: Callable[[], bool], timeout: float | None) -> None:
-        """Block until ``fn()`` holds."""
+    async def wait_condition(
+        self, fn: Callable[[], bool], timeout: float | None, timeout_summary: str | None = None
+    ) -> None:
+        """Block until ``fn()`` holds (its timeout timer recorded with ``timeout_summary``)."""
         fut: asyncio.Future[None] = self.create_future()
         self._conditions.append((fn, fut))
         if timeout is None:
             await fut
         else:
+            self._summarise_next_timer(timeout_summary)
             await asyncio.wait_for(fut, timeout)
+
+    async def sleep(self, seconds: float, summary: str) -> None:
+        """``workflow.sleep(..., summary=)``: a timer whose event carries the summary."""
+        self._summarise_next_timer(summary)
+        await asyncio.sleep(seconds)
+
+    def _summarise_next_timer(self, summary: str | None) -> None:
+        # asyncio.sleep and wait_for call the loop's call_later before they first yield:
+        # the timer they create takes the summary (call_later clears it either way).
+        self._next_timer_metadata = self._user_metadata(summary)
+
+    def _user_metadata(self, summary: str | None, details: str | None = None) -> JsonDict | None:
+        """Temporal's ``UserMetadata`` for a command: payloads through the converter."""
+        if summary is None and details is None:
+            return None
+        metadata: JsonDict = {}
+        if summary is not None:
+            metadata["summary"] = self.converter.to_payloads_json([summary])[0]
+        if details is not None:
+            metadata["details"] = self.converter.to_payloads_json([details])[0]
+        return metadata
 
     def patched(self, patch_id: str, deprecated: bool) -> bool:
         """Versioning marker logic (see engine.workflow.patched and versioning.py)."""
@@ -492,12 +528,16 @@ class WorkflowInstance(
         opts = exc.options
         target = opts.get("workflow")
         wf_type = self.info().workflow_type if target is None else workflow.definition_name(target)
+        policy = opts.get("retry_policy")
         return cmd.ContinueAsNewWorkflowExecution(
             workflow_type=wf_type,
             task_queue=opts.get("task_queue") or self.task_queue,
             input=self.converter.to_payloads_json(exc.input_args),
             run_timeout=opts.get("run_timeout"),
             task_timeout=opts.get("task_timeout"),
+            backoff_start_interval=opts.get("backoff_start_interval"),
+            retry_policy=policy.to_json() if policy is not None else None,
+            memo=self._memo_json(opts.get("memo")),
         )
 
     # -- activities ---------------------------------------------------------------------
@@ -526,6 +566,7 @@ class WorkflowInstance(
             start_to_close=options.get("start_to_close"),
             heartbeat_timeout=options.get("heartbeat"),
             retry_policy=policy.to_json(),
+            user_metadata=self._user_metadata(options.get("summary")),
         )
         self._commands.append(command)
         pending = _PendingActivity(

@@ -30,8 +30,9 @@ from .._model import commands as cmd
 from .._model.events import HistoryEvent
 from ..common import RetryPolicy
 from ..converter import DataConverter
-from ..exceptions import InvalidArgumentError
+from ..exceptions import ActivityError, CancelledError, InvalidArgumentError, RetryState
 from . import jobs as j
+from .other_runs import until_resolved
 
 JsonDict = dict[str, Any]
 
@@ -73,6 +74,10 @@ class LocalActivityMarker(cmd.RecordMarker):
     def describe(self) -> str:
         """Description."""
         return f"RecordMarker({LOCAL_ACTIVITY_MARKER}, local activity {self.activity_type})"
+
+
+#: The failure of a cancelled local activity's marker, as sdk-core records it.
+_CANCELLED_FAILURE: JsonDict = {"message": "Activity cancelled", "canceledFailureInfo": {}}
 
 
 def _timestamp(epoch: float) -> JsonDict:
@@ -144,9 +149,11 @@ class LocalActivities:
     _local_requests: list[j.LocalActivityRequest]
     _local_markers: dict[int, j.ResolveLocalActivity]
     _replayed_locals: list[j.ResolveLocalActivity]
+    _local_cancels: list[int]
 
     create_future: Callable[[], asyncio.Future[Any]]  # the event loop's
     create_task: Callable[..., asyncio.Task[Any]]
+    _user_metadata: Callable[..., JsonDict | None]
 
     def start_local_activity(
         self, activity: Any, args: Sequence[Any], options: dict[str, Any]
@@ -180,7 +187,54 @@ class LocalActivities:
         return workflow.ActivityHandle(self._await_local(pending), loop=self)  # type: ignore[arg-type]  # the instance is the loop
 
     async def _await_local(self, pending: _PendingLocal) -> Any:
-        return await pending.result
+        return await until_resolved(pending.result, lambda: self._cancel_local(pending))
+
+    def _cancel_local(self, pending: _PendingLocal) -> None:
+        """The handle was cancelled: as Temporal's core SDK does, the local activity ends
+        at once as cancelled (a marker with a canceled failure; the code gets an
+        ``ActivityError`` caused by ``CancelledError``), whatever its cancellation type;
+        an attempt still running in the worker is cancelled there (its outcome is
+        dropped)."""
+        if pending.result.done() or self._locals.get(pending.seq) is not pending:
+            return
+        del self._locals[pending.seq]
+        started = True
+        waiting = [r for r in self._local_requests if r.seq != pending.seq]
+        if len(waiting) != len(self._local_requests):
+            self._local_requests, started = waiting, False  # never handed to the worker
+        recorded = next((m for m in self._replayed_locals if m.seq == pending.seq), None)
+        if recorded is not None:
+            self._replayed_locals.remove(recorded)  # replay: the marker this makes
+            started = recorded.attempt > 0
+        elif started:
+            self._local_cancels.append(pending.seq)
+        job = j.ResolveLocalActivity(
+            pending.seq,
+            pending.attempt if started else 0,
+            failure=dict(_CANCELLED_FAILURE),
+            complete_time=self._now if started else 0.0,
+            original_schedule_time=pending.original_schedule_time,
+        )
+        self._commands.append(self._marker(pending, job))
+        pending.result.set_exception(self._local_cancelled_error(pending))
+
+    def _local_cancelled_error(self, pending: _PendingLocal) -> ActivityError:
+        err = ActivityError(
+            "Local Activity cancelled",
+            scheduled_event_id=0,
+            started_event_id=0,
+            identity="",
+            activity_type=pending.activity_type,
+            activity_id=pending.activity_id,
+            retry_state=RetryState.CANCEL_REQUESTED,
+        )
+        err.__cause__ = CancelledError("Activity cancelled")
+        return err
+
+    def take_local_cancels(self) -> list[int]:
+        """Seqs of local activities cancelled while their attempt runs in the worker."""
+        cancels, self._local_cancels = self._local_cancels, []
+        return cancels
 
     def _ask(self, pending: _PendingLocal) -> None:
         recorded = self._local_markers.pop(pending.seq, None) if self._replaying else None
@@ -220,6 +274,17 @@ class LocalActivities:
         """Replay: the outcomes recorded in the task being replayed."""
         for marker in markers:
             self._local_markers[marker.seq] = marker
+        # Asked for in an earlier task whose completion was a heartbeat (the local
+        # activity outlasted it): its outcome is recorded in this one.
+        if self._local_requests:
+            waiting = []
+            for request in self._local_requests:
+                recorded = self._local_markers.pop(request.seq, None)
+                if recorded is None:
+                    waiting.append(request)
+                else:
+                    self._replayed_locals.append(recorded)
+            self._local_requests = waiting
 
     def take_replayed_locals(self) -> list[j.ResolveLocalActivity]:
         """Replay: recorded outcomes of local activities the code has asked for."""
@@ -241,6 +306,9 @@ class LocalActivities:
             return
         del self._locals[job.seq]
         if pending.result.done():
+            return
+        if job.failure is not None and "canceledFailureInfo" in job.failure:
+            pending.result.set_exception(self._local_cancelled_error(pending))
             return
         if job.failure is not None:
             # Raised as the activity's own error, not wrapped in an ActivityError: what
@@ -267,7 +335,11 @@ class LocalActivities:
             "attempt": job.attempt,
             "activity_id": pending.activity_id,
             "activity_type": pending.activity_type,
-            "complete_time": _timestamp(job.complete_time or self._now),
+            "complete_time": (
+                None
+                if job.attempt == 0  # cancelled before it started (as core writes it)
+                else _timestamp(job.complete_time or self._now)
+            ),
             "backoff": _timestamp(job.backoff) if job.backoff is not None else None,
             "original_schedule_time": _timestamp(
                 job.original_schedule_time or pending.original_schedule_time
@@ -283,4 +355,5 @@ class LocalActivities:
             failure=job.failure,
             seq=pending.seq,
             activity_type=pending.activity_type,
+            user_metadata=self._user_metadata(pending.options.get("summary")),
         )

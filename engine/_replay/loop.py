@@ -30,6 +30,9 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._timer_seq_of: dict[int, int] = {}  # id(handle) -> seq
         self._callback_error: BaseException | None = None
+        #: User metadata (a summary) for the next timer ``call_later`` makes, set just
+        #: before ``workflow.sleep(summary=)`` or a timed ``wait_condition`` awaits.
+        self._next_timer_metadata: dict[str, Any] | None = None
 
     def call_soon(  # type: ignore[override]
         self, callback: Callable[..., Any], *args: Any, context: contextvars.Context | None = None
@@ -47,6 +50,7 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
         context: contextvars.Context | None = None,
     ) -> asyncio.TimerHandle:
         """A durable timer: emits StartTimer; the callback runs when TimerFired arrives."""
+        metadata, self._next_timer_metadata = self._next_timer_metadata, None
         if delay <= 0:
             # Zero-length waits do not create timers (changing to/from zero is unsafe).
             handle0 = asyncio.TimerHandle(self._now, callback, args, self, context)
@@ -58,7 +62,9 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
         handle._scheduled = True  # type: ignore[attr-defined]
         self._timers[seq] = handle
         self._timer_seq_of[id(handle)] = seq
-        self._commands.append(cmd.StartTimer(seq=seq, timer_id=str(seq), duration=delay))
+        self._commands.append(
+            cmd.StartTimer(seq=seq, timer_id=str(seq), duration=delay, user_metadata=metadata)
+        )
         return handle
 
     def call_at(  # type: ignore[override]

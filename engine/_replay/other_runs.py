@@ -13,7 +13,7 @@ failure is raised as Temporal's SDKs raise it, an :class:`ApplicationError` of t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,8 @@ class OtherRuns:
 
     create_future: Callable[[], asyncio.Future[Any]]
     random: Callable[[], Any]
+    _user_metadata: Callable[..., JsonDict | None]
+    _memo_json: Callable[[Mapping[str, Any] | None], JsonDict | None]
 
     # -- child workflows ----------------------------------------------------------------
 
@@ -95,6 +97,12 @@ class OtherRuns:
             task_timeout=options.get("task_timeout"),
             id_reuse_policy=int(options.get("id_reuse_policy") or 1),
             parent_close_policy=int(options.get("parent_close_policy") or 1),
+            retry_policy=policy.to_json() if (policy := options.get("retry_policy")) else None,
+            cron_schedule=options.get("cron_schedule") or "",
+            memo=self._memo_json(options.get("memo")),
+            user_metadata=self._user_metadata(
+                options.get("static_summary"), options.get("static_details")
+            ),
         )
         self._commands.append(command)
         pending = _PendingChild(

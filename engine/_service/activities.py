@@ -67,7 +67,7 @@ def schedule(
         "workflowTaskCompletedEventId": wtc,
         "retryPolicy": c.retry_policy,
     }
-    sched = rs.add_event("ActivityTaskScheduled", attrs)
+    sched = rs.add_event("ActivityTaskScheduled", attrs, user_metadata=c.user_metadata)
     c.scheduled_event_id = sched
     now = rs.now
     values: dict[str, Any] = dict(
@@ -367,7 +367,12 @@ def failed(
     _end_attempt(rs, act, "timed_out" if timeout_type is not None else "failed", failure)
 
     state: RetryState
-    if info.get("nonRetryable") or not policy.is_retryable(error_type):
+    server = failure.get("serverFailureInfo")
+    if (
+        info.get("nonRetryable")
+        or (server is not None and server.get("nonRetryable"))
+        or not policy.is_retryable(error_type)
+    ):
         state = RetryState.NON_RETRYABLE_FAILURE
     elif act.cancel_requested:
         state = RetryState.CANCEL_REQUESTED

@@ -9,6 +9,7 @@ from .._store.gateway import Store
 from .._store.schema import ACT_STARTED, WFT_SCHEDULED
 from .._store.tx import Row, StoreTx
 from ..common import WorkflowExecutionStatus
+from ..converter import MAX_PAYLOAD_BYTES, json_payload_size
 from ..exceptions import ActivityNotFoundError
 from . import activities, timers
 from .clock import Clock
@@ -21,6 +22,9 @@ JsonDict = dict[str, Any]
 S = WorkflowExecutionStatus
 
 #: How an activity named from outside its worker may end (``settle_activity_by_ref``).
+#: Temporal's server's failure message for heartbeat details over the blob size limit.
+HEARTBEAT_TOO_LARGE = "Heartbeat details exceed size limit."
+
 _OUTCOMES: dict[str, Callable[[RunState, Row, Any], None]] = {
     "completed": activities.complete,
     "failed": activities.failed,
@@ -116,7 +120,27 @@ class ActivityOps:
         self, tx: StoreTx, task: ActivityTask, details: list[JsonDict] | None
     ) -> bool:
         """Record a heartbeat; True when cancellation has been requested."""
+        if details and sum(json_payload_size(p) for p in details) > MAX_PAYLOAD_BYTES:
+            return self._heartbeat_too_large(tx, task.token)
         return activities.heartbeat(tx, task.token, details, self.clock.now())
+
+    def _heartbeat_too_large(self, tx: StoreTx, token: tuple[str, int, int]) -> bool:
+        """Heartbeat details over the 2 MB limit: as Temporal's server does, the attempt
+        fails at once with a non-retryable server failure, and the activity is told it is
+        cancelled."""
+        run_id, sched, attempt = token
+        rs = RunState.lock(tx, run_id, self.clock.now())
+        act = tx.get_activity_task(run_id, sched)
+        if rs is None or act is None or act.attempt != attempt or act.state != ACT_STARTED:
+            raise ActivityNotFoundError(f"activity attempt {attempt} of event {sched} is gone")
+        failure = {
+            "message": HEARTBEAT_TOO_LARGE,
+            "source": "",
+            "serverFailureInfo": {"nonRetryable": True},
+        }
+        activities.failed(rs, act, failure)
+        rs.flush()
+        return True
 
     # -- activities completed from outside their worker (async completion) ------------
 
@@ -149,6 +173,8 @@ class ActivityOps:
         cancellation has been requested."""
         _, act = self._activity_by_ref(tx, ref)
         token = (str(act.run_id), int(act.scheduled_event_id), int(act.attempt))
+        if details and sum(json_payload_size(p) for p in details) > MAX_PAYLOAD_BYTES:
+            return self._heartbeat_too_large(tx, token)
         return activities.heartbeat(tx, token, details, self.clock.now())
 
     def _activity_by_ref(self, tx: StoreTx, ref: ActivityRef) -> tuple[RunState, Row]:

@@ -50,8 +50,16 @@ class ChildOps:
         attrs["parentClosePolicy"] = "PARENT_CLOSE_POLICY_" + _PARENT_CLOSE[c.parent_close_policy]
         attrs["workflowTaskCompletedEventId"] = wtc
         attrs["workflowIdReusePolicy"] = "WORKFLOW_ID_REUSE_POLICY_" + _REUSE[c.id_reuse_policy]
+        if c.retry_policy:
+            attrs["retryPolicy"] = c.retry_policy
+        if c.cron_schedule:
+            attrs["cronSchedule"] = c.cron_schedule
         attrs["header"] = {}
-        initiated = rs.add_event("StartChildWorkflowExecutionInitiated", attrs)
+        if c.memo:
+            attrs["memo"] = c.memo
+        initiated = rs.add_event(
+            "StartChildWorkflowExecutionInitiated", attrs, user_metadata=c.user_metadata
+        )
 
         def start() -> None:
             # After all of the task's commands: the child's start is a new fact for the
@@ -77,6 +85,10 @@ class ChildOps:
                 root_run_id=root.get("runId"),
                 parent_initiated_event_id=initiated,
                 parent_close_policy=c.parent_close_policy,
+                retry_policy=c.retry_policy,
+                memo=c.memo,
+                cron_schedule=c.cron_schedule or None,
+                user_metadata=c.user_metadata,
             )
             base = {
                 "namespace": rs.namespace,

@@ -18,7 +18,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from .._ids import random_uuid
+from .._json import compact_dumps
 from .._json import loads as json_loads
+from .._model.cron import cron_backoff
 from .._model.events import HistoryEvent
 from .._store.gateway import Store
 from .._store.schema import WFT_STARTED
@@ -36,7 +38,6 @@ from ..exceptions import (
 )
 from .activity_ops import ActivityOps
 from .clock import Clock
-from .cron import next_fire
 from .handoff import Handoffs, Reservation
 from .operation import operation
 from .state import (
@@ -61,6 +62,8 @@ JsonDict = dict[str, Any]
 S = WorkflowExecutionStatus
 
 DEFAULT_RETENTION = 7 * 24 * 3600.0
+
+_dumps = compact_dumps()
 
 
 class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
@@ -135,8 +138,9 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
         if req.cron_schedule and req.initiator != "CONTINUE_AS_NEW_INITIATOR_RETRY":
             # A cron run's first workflow task waits for the schedule's next time (a retry
             # of one waits for its backoff instead).
+            scheduled = req.cron_previous_time if req.cron_previous_time is not None else now
             req = dataclasses.replace(
-                req, start_delay=max(next_fire(req.cron_schedule, now) - now, 0.0)
+                req, start_delay=cron_backoff(req.cron_schedule, scheduled, now)
             )
         values = dict(
             run_id=run_id,
@@ -162,6 +166,10 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
             parent_close_policy=req.parent_close_policy,
             has_updates=0,
             cron_schedule=req.cron_schedule or None,
+            memo=_dumps(req.memo["fields"]) if req.memo and req.memo.get("fields") else None,
+            root_workflow_id=req.root_workflow_id or req.workflow_id,
+            root_run_id=req.root_run_id or run_id,
+            execution_time=now + req.start_delay,
         )
         rs = RunState(tx, SimpleNamespace(**values), now, new=True)
         attrs: JsonDict = {
@@ -208,7 +216,7 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
                 "workflowId": req.root_workflow_id,
                 "runId": req.root_run_id,
             }
-        rs.add_event("WorkflowExecutionStarted", attrs)
+        rs.add_event("WorkflowExecutionStarted", attrs, user_metadata=req.user_metadata)
         if req.start_signal is not None:
             # Written as is, not as a signal that wants a task: the first task comes after
             # the start delay (or the cron schedule's next time), with the signal in it.
@@ -295,9 +303,12 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
         run_id: str | None,
         reason: str,
         identity: str,
+        first_execution_run_id: str | None = None,
     ) -> None:
-        """Ask the run to cancel: delivered into workflow code, which may clean up."""
-        rs = self._open_run(tx, namespace, workflow_id, run_id)
+        """Ask the run to cancel: delivered into workflow code, which may clean up.
+        ``first_execution_run_id``: the run must be of that run's chain (checked under
+        the run's lock, so a new chain started meanwhile is never the one cancelled)."""
+        rs = self._open_run(tx, namespace, workflow_id, run_id, first_execution_run_id)
         attrs: JsonDict = {"identity": identity}
         if reason:
             attrs["cause"] = reason
@@ -314,9 +325,11 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
         reason: str,
         details: list[JsonDict] | None,
         identity: str,
+        first_execution_run_id: str | None = None,
     ) -> None:
-        """End the run at once: no workflow code runs."""
-        rs = self._open_run(tx, namespace, workflow_id, run_id)
+        """End the run at once: no workflow code runs (``first_execution_run_id`` as for
+        :meth:`request_cancel`)."""
+        rs = self._open_run(tx, namespace, workflow_id, run_id, first_execution_run_id)
         self._terminate(rs, reason, details, identity)
         rs.flush()
 
@@ -343,7 +356,12 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
         rs.close(S.TERMINATED)
 
     def _open_run(
-        self, tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None
+        self,
+        tx: StoreTx,
+        namespace: str,
+        workflow_id: str,
+        run_id: str | None,
+        first_execution_run_id: str | None = None,
     ) -> RunState:
         now = self.clock.now()
         if run_id:
@@ -361,6 +379,13 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
                 raise WorkflowNotFoundError(workflow_id, None, open_only=True)
             row = tx.lock_execution(found.run_id)
             assert row is not None
+        first = first_execution_run_id
+        if first and first not in (row.run_id, row.first_run_id):
+            # Any run of the chain names it (a start that attached to a running run hands
+            # out that run's id), as long as it shares the chain's first run.
+            named = tx.get_execution(first)
+            if named is None or named.first_run_id != row.first_run_id:
+                raise WorkflowNotFoundError(workflow_id, first)
         if row.status != S.RUNNING:
             raise WorkflowNotFoundError(
                 workflow_id, row.run_id, open_only=True, status=S(row.status).name
@@ -553,6 +578,7 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
             for t in tx.timers_of_run(row.run_id)
             if t.kind == "user"
         ]
+        first = tx.first_event(row.run_id)
         return Description(
             namespace=row.namespace,
             workflow_id=row.workflow_id,
@@ -571,6 +597,14 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
             pending_activities=pending,
             pending_workflow_task=pending_wft,
             pending_timers=pending_timers,
+            memo=json_loads(row.memo) if row.memo else {},
+            user_metadata=(json_loads(first.extra) if first and first.extra else {}).get(
+                "userMetadata"
+            )
+            or {},
+            root_workflow_id=row.root_workflow_id,
+            root_run_id=row.root_run_id,
+            execution_time=row.execution_time,
         )
 
     @operation(read=True)

@@ -16,7 +16,7 @@ from .._json import loads as json_loads
 from .._model.events import HistoryEvent
 from .._store.schema import WFT_SCHEDULED, WFT_STARTED
 from .._store.tx import Row, StoreTx, column
-from ..common import WorkflowExecutionStatus, duration_to_json
+from ..common import WorkflowExecutionStatus, duration_to_json, removes_memo_field
 
 JsonDict = dict[str, Any]
 
@@ -127,6 +127,9 @@ class RunState:
         #: The attributes of the events added in this change, as given (event id -> dict):
         #: handed to the worker as they are, instead of parsed back from their JSON.
         self.event_attrs: dict[int, JsonDict] = {}
+        #: Top-level fields of events added in this change, for the few that have any
+        #: (event id -> ``{"userMetadata": ...}``).
+        self.event_extra: dict[int, JsonDict] = {}
         self.first_new_event_id: int = row.next_event_id
         #: Whether an update may be pending. Runs started since schema 7 say 0 until one
         #: is asked for; older runs (NULL) are looked at every time, as before.
@@ -178,13 +181,26 @@ class RunState:
         """Whether the run is still running."""
         return self.status == WorkflowExecutionStatus.RUNNING
 
-    def add_event(self, event_type: str, attrs: JsonDict, event_time: float | None = None) -> int:
-        """Append an event to the history now (dated ``event_time`` if given); return its id."""
+    def add_event(
+        self,
+        event_type: str,
+        attrs: JsonDict,
+        event_time: float | None = None,
+        *,
+        user_metadata: JsonDict | None = None,
+    ) -> int:
+        """Append an event to the history now (dated ``event_time`` if given); return its id.
+
+        ``user_metadata`` (``{"summary": payload, "details": payload}``) is Temporal's
+        top-level ``userMetadata`` of the event."""
         event_id = self.next_event_id
         self.next_event_id += 1
         self.event_attrs[event_id] = attrs
         text = dumps(attrs)
         self.history_size += len(text)
+        if user_metadata:
+            self.event_extra[event_id] = {"userMetadata": user_metadata}
+            self.history_size += len(dumps(user_metadata))
         self._events.append(
             (event_id, self.now if event_time is None else event_time, event_type, text)
         )
@@ -193,8 +209,12 @@ class RunState:
     def written_events(self, first: int = 1) -> list[HistoryEvent]:
         """The events this change wrote (from id ``first`` on), with their attributes as
         given to :meth:`add_event` (they hold only JSON types, so they equal their JSON)."""
-        attrs = self.event_attrs
-        return [HistoryEvent(i, t, k, attrs[i]) for i, t, k, _ in self.written if i >= first]
+        attrs, extra = self.event_attrs, self.event_extra
+        return [
+            HistoryEvent(i, t, k, attrs[i], extra.get(i) or {})
+            for i, t, k, _ in self.written
+            if i >= first
+        ]
 
     def record(
         self, event_type: str, attrs: JsonDict, event_time: float | None = None
@@ -380,6 +400,18 @@ class RunState:
         """A child run was started in this change (after a close, if abandoned)."""
         self._open_children = True
 
+    def upsert_memo(self, fields: dict[str, JsonDict]) -> None:
+        """Change the run's memo column: set each field, remove those set to a null
+        payload (``workflow.upsert_memo({"key": None})``)."""
+        current = self._changes.get("memo", column(self.row, "memo"))
+        memo: dict[str, JsonDict] = json_loads(current) if current else {}
+        for key, payload in fields.items():
+            if removes_memo_field(payload):
+                memo.pop(key, None)
+            else:
+                memo[key] = payload
+        self.set(memo=dumps(memo) if memo else None)
+
     def set(self, **changes: Any) -> None:
         """Queue column changes for the run row."""
         self._changes.update(changes)
@@ -394,7 +426,7 @@ class RunState:
         if self.wft_wanted and self.is_open:
             self.schedule_workflow_task()
         self.wft_wanted = False
-        self.tx.insert_events(self.run_id, self._events)
+        self.tx.insert_events(self.run_id, self._events, self.event_extra)
         self.written += self._events
         self._events = []
         if self._insert_values is not None:

@@ -54,6 +54,12 @@ class StartWorkflowRequest:
     cron_schedule: str | None = None
     #: A cron run after one that completed: that run's result.
     last_completion_result: list[JsonDict] | None = None
+    #: A cron schedule's next run: when the run before it was scheduled to start (its
+    #: next time counts from there, as on Temporal, not from when that run closed).
+    cron_previous_time: float | None = None
+    #: ``static_summary`` / ``static_details`` as Temporal's ``UserMetadata``
+    #: (``{"summary": payload, "details": payload}``), recorded on the start event.
+    user_metadata: JsonDict | None = None
 
 
 @dataclass
@@ -223,6 +229,13 @@ class Description:
     pending_activities: list[JsonDict]
     pending_workflow_task: JsonDict | None
     pending_timers: list[JsonDict]
+    #: The memo now (field -> payload JSON), and the start's user metadata.
+    memo: JsonDict
+    user_metadata: JsonDict
+    root_workflow_id: str | None
+    root_run_id: str | None
+    #: When the first workflow task was due (start time plus its backoff), epoch seconds.
+    execution_time: float | None
 
 
 @dataclass

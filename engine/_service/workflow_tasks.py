@@ -76,6 +76,8 @@ class Completion:
     #: The events this completion wrote, while the run stays open: the worker keeps them,
     #: so its next task need not read them back.
     events: list[HistoryEvent] = field(default_factory=list)
+    #: A heartbeat's next workflow task, started for the same worker.
+    next_task: WorkflowTask | None = None
 
 
 class WorkflowTaskOps(ChildOps):
@@ -212,6 +214,7 @@ class WorkflowTaskOps(ChildOps):
         eager_activities: int = 0,
         rejections: list[tuple[str, JsonDict]] | None = None,
         sdk_flags: Sequence[int] = (),
+        heartbeat: bool = False,
     ) -> Completion:
         """Record a completed workflow task and turn its commands into events.
 
@@ -228,6 +231,11 @@ class WorkflowTaskOps(ChildOps):
         round trip through the queue. ``accepted`` is False when the completion was
         refused because new events arrived while the task ran and it tried to close the
         run: the worker must replay afresh.
+
+        ``heartbeat``: the task's local activities are still running near its timeout, so
+        the worker completes it with the commands so far and the next task is scheduled
+        and started for the same worker at once (``Completion.next_task``), as Temporal's
+        workers keep a task alive (a ``WorkflowTaskCompleted`` then a new task's events).
         """
         rs, wft = self._current_wft(tx, task)
         for update_id, failure in rejections or []:
@@ -320,6 +328,12 @@ class WorkflowTaskOps(ChildOps):
                     "service",
                 )
         rs.flush()
+        next_task = None
+        if heartbeat and rs.is_open:
+            if rs.workflow_task() is None:
+                rs.schedule_workflow_task(defer_insert=True)
+            # The worker holds everything up to this completion.
+            next_task = self._start_task(rs, identity, {task.run_id: completed_id})
         if continue_as_new is not None:
             self._start_continued(tx, rs, continue_as_new, identity)
         elif rs.retry is not None:
@@ -331,7 +345,10 @@ class WorkflowTaskOps(ChildOps):
             # Nothing left for pollers of the queue: do not wake them for nothing.
             tx.wakeups.discard(activity_channel(task.namespace, task.task_queue))
         return Completion(
-            accepted=True, activities=started, events=rs.written_events() if rs.is_open else []
+            accepted=True,
+            activities=started,
+            events=rs.written_events() if rs.is_open else [],
+            next_task=next_task,
         )
 
     def _current_wft(self, tx: StoreTx, task: WorkflowTask) -> tuple[RunState, Row]:
@@ -366,6 +383,7 @@ class WorkflowTaskOps(ChildOps):
                     "startToFireTimeout": duration_to_json(command.duration),
                     "workflowTaskCompletedEventId": wtc,
                 },
+                user_metadata=command.user_metadata,
             )
             add_timer(
                 rs.tx,
@@ -407,7 +425,7 @@ class WorkflowTaskOps(ChildOps):
             attrs["workflowTaskCompletedEventId"] = wtc
             if command.failure:
                 attrs["failure"] = command.failure
-            rs.add_event("MarkerRecorded", attrs)
+            rs.add_event("MarkerRecorded", attrs, user_metadata=command.user_metadata)
         elif isinstance(command, cmd.CompleteWorkflowExecution):
             attrs = {"result": {"payloads": command.result}, "workflowTaskCompletedEventId": wtc}
             if column(rs.row, "cron_schedule"):  # the schedule's next run follows
@@ -461,6 +479,10 @@ class WorkflowTaskOps(ChildOps):
             }
             if command.run_timeout:
                 attrs["workflowRunTimeout"] = duration_to_json(command.run_timeout)
+            if command.backoff_start_interval:
+                attrs["backoffStartInterval"] = duration_to_json(command.backoff_start_interval)
+            if command.memo:
+                attrs["memo"] = command.memo
             rs.add_event("WorkflowExecutionContinuedAsNew", attrs)
             rs.close(S.CONTINUED_AS_NEW, new_run_id=new_id)
         elif isinstance(command, cmd.AcceptUpdate):
@@ -514,6 +536,7 @@ class WorkflowTaskOps(ChildOps):
                     "upsertedMemo": {"fields": command.upserted_memo},
                 },
             )
+            rs.upsert_memo(command.upserted_memo)
         elif isinstance(command, cmd.SignalExternalWorkflowExecution):
             signal_external(rs, command, wtc, identity)
         else:
@@ -573,6 +596,7 @@ class WorkflowTaskOps(ChildOps):
             start_delay=delay,
             attempt=int(started.get("attempt", 1)) + 1,
             initiator="CONTINUE_AS_NEW_INITIATOR_RETRY",
+            memo=started.get("memo"),
             last_failure=failure,
             cron_schedule=column(rs.row, "cron_schedule"),
             last_completion_result=(started.get("lastCompletionResult") or {}).get("payloads"),
@@ -594,6 +618,7 @@ class WorkflowTaskOps(ChildOps):
             identity=identity,
             initiator="CONTINUE_AS_NEW_INITIATOR_CRON_SCHEDULE",
             cron_schedule=str(rs.row.cron_schedule),
+            cron_previous_time=column(rs.row, "execution_time"),
             last_completion_result=result if result is not None else carried,
             last_failure=failure,
         )
@@ -606,6 +631,10 @@ class WorkflowTaskOps(ChildOps):
         identity: str,
     ) -> None:
         row = rs.row
+        # What the command does not give is the run's: its retry policy, and the memo it
+        # started with (upserted fields are not carried, as on Temporal).
+        first = tx.first_event(rs.run_id)
+        started = json_loads(first.attributes) if first is not None else {}
         self._start_successor(
             tx,
             rs,
@@ -615,6 +644,9 @@ class WorkflowTaskOps(ChildOps):
             task_timeout=command.task_timeout or float(row.workflow_task_timeout),
             run_timeout=command.run_timeout or row.run_timeout,
             execution_timeout=row.execution_timeout,
+            retry_policy=command.retry_policy or started.get("retryPolicy"),
+            memo=command.memo or started.get("memo"),
+            start_delay=command.backoff_start_interval or 0.0,
             identity=identity,
         )
 
@@ -631,6 +663,9 @@ class WorkflowTaskOps(ChildOps):
             parent_run_id=row.parent_run_id,
             parent_initiated_event_id=row.parent_initiated_event_id,
             parent_close_policy=row.parent_close_policy,
+            # A child's successor keeps its root; a run without a parent is its own root.
+            root_workflow_id=column(row, "root_workflow_id") if row.parent_run_id else None,
+            root_run_id=column(row, "root_run_id") if row.parent_run_id else None,
             **fields,
         )
         self._start_workflow(tx, req, rs.new_run_id)
@@ -696,6 +731,12 @@ def _read_history(
     tx: StoreTx, run_id: str, first_event_id: int = 1, last_event_id: int | None = None
 ) -> list[HistoryEvent]:
     return [
-        HistoryEvent(r.event_id, r.event_time, r.event_type, json_loads(r.attributes))
+        HistoryEvent(
+            r.event_id,
+            r.event_time,
+            r.event_type,
+            json_loads(r.attributes),
+            json_loads(r.extra) if r.extra else {},
+        )
         for r in tx.read_events(run_id, first_event_id, last_event_id)
     ]

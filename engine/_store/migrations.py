@@ -8,14 +8,20 @@ A test runs the migrations on an empty database and compares the result with ``s
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import sqlalchemy as sa
 
+from ..common import duration_from_json, removes_memo_field
 from ..exceptions import SchemaVersionError
 from .dialects import READ_ONLY_OPTION
 from .schema import SCHEMA_VERSION
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,8 @@ class Migration:
     version: int
     description: str
     statements: tuple[str, ...]
+    #: Fills new columns from what the database holds, in the same transaction.
+    backfill: Callable[[sa.Connection], None] | None = None
 
 
 _V1 = (
@@ -212,6 +220,84 @@ _V8 = (
 
 _V9 = ("ALTER TABLE dn_executions ADD COLUMN cron_schedule TEXT",)
 
+_V10 = (
+    "ALTER TABLE dn_history_events ADD COLUMN extra TEXT",
+    "ALTER TABLE dn_executions ADD COLUMN memo TEXT",
+    "ALTER TABLE dn_executions ADD COLUMN root_workflow_id TEXT",
+    "ALTER TABLE dn_executions ADD COLUMN root_run_id VARCHAR(64)",
+    "ALTER TABLE dn_executions ADD COLUMN execution_time {double}",
+)
+
+
+def _backfill_v10(conn: sa.Connection) -> None:
+    """The new run columns of runs from before version 10, from their history: the memo
+    (the start event's, with the changes of every WorkflowPropertiesModified after it),
+    the root run, and the execution time (start plus the first workflow task's backoff).
+
+    Reads start events by key, 500 runs at a time, and the memo changes only of the runs
+    that have any; writes each batch with one executemany."""
+    modified = {
+        row[0]
+        for row in conn.execute(
+            sa.text(
+                "SELECT DISTINCT run_id FROM dn_history_events "
+                "WHERE event_type = 'WorkflowPropertiesModified'"
+            )
+        )
+    }
+    runs = conn.execute(sa.text("SELECT run_id, workflow_id, start_time FROM dn_executions"))
+    starts = sa.text(
+        "SELECT run_id, attributes FROM dn_history_events WHERE event_id = 1 AND run_id IN :ids"
+    ).bindparams(sa.bindparam("ids", expanding=True))
+    changes = sa.text(
+        "SELECT run_id, attributes FROM dn_history_events "
+        "WHERE event_type = 'WorkflowPropertiesModified' AND run_id IN :ids "
+        "ORDER BY run_id, event_id"
+    ).bindparams(sa.bindparam("ids", expanding=True))
+    update = sa.text(
+        "UPDATE dn_executions SET memo = :memo, root_workflow_id = :root_id, "
+        "root_run_id = :root_run, execution_time = :execution_time WHERE run_id = :run_id"
+    )
+    for batch in _batches(runs.fetchall(), 500):
+        known = {row[0]: (row[1], float(row[2])) for row in batch}
+        memos: dict[str, dict[str, object]] = {}
+        values: list[dict[str, object]] = []
+        for run_id, attributes in conn.execute(starts, {"ids": list(known)}):
+            attrs = json.loads(attributes)
+            workflow_id, start_time = known[run_id]
+            root = attrs.get("rootWorkflowExecution") or {}
+            backoff = duration_from_json(attrs.get("firstWorkflowTaskBackoff") or "0s")
+            memos[run_id] = dict((attrs.get("memo") or {}).get("fields") or {})
+            values.append(
+                {
+                    "run_id": run_id,
+                    "root_id": root.get("workflowId", workflow_id),
+                    "root_run": root.get("runId", run_id),
+                    "execution_time": start_time + backoff.total_seconds(),
+                }
+            )
+        touched = [run_id for run_id in known if run_id in modified]
+        if touched:
+            for run_id, attributes in conn.execute(changes, {"ids": touched}):
+                fields = (json.loads(attributes).get("upsertedMemo") or {}).get("fields") or {}
+                memo = memos.setdefault(run_id, {})
+                for key, payload in fields.items():
+                    if removes_memo_field(payload):
+                        memo.pop(key, None)
+                    else:
+                        memo[key] = payload
+        for value in values:
+            kept = memos.get(str(value["run_id"]))
+            value["memo"] = json.dumps(kept) if kept else None
+        if values:
+            conn.execute(update, values)
+
+
+def _batches(rows: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, history, task queues, timers, attempts", _V1),
     Migration(2, "child workflows: parent event ids and parent close policy", _V2),
@@ -222,6 +308,12 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "flag on runs that have been asked for updates", _V7),
     Migration(8, "start-to-close deadlines of activity attempts on the task row", _V8),
     Migration(9, "cron schedules of runs", _V9),
+    Migration(
+        10,
+        "top-level fields of history events (user metadata); runs' memo, root, execution time",
+        _V10,
+        _backfill_v10,
+    ),
 )
 
 _SPELLING = {
@@ -275,6 +367,8 @@ def migrate(engine: sa.Engine, *, url_for_errors: str = "") -> int:
                 continue
             for statement in migration.statements:
                 conn.execute(sa.text(_render(statement, dialect)))
+            if migration.backfill is not None:
+                migration.backfill(conn)
             conn.execute(
                 sa.text(
                     "INSERT INTO dn_schema_versions (version, description, applied_at) "

@@ -42,7 +42,7 @@ _EXEC_COLS = (
     "close_time, first_run_id, parent_workflow_id, parent_run_id, next_event_id, "
     "history_size_bytes, workflow_task_timeout, run_timeout, execution_timeout, new_run_id, "
     "request_id, parent_initiated_event_id, parent_started_event_id, parent_close_policy, "
-    "has_updates, cron_schedule"
+    "has_updates, cron_schedule, memo, root_workflow_id, root_run_id, execution_time"
 )
 _WFT_COLS = (
     "run_id, namespace, task_queue, state, attempt, scheduled_event_id, scheduled_time, "
@@ -90,35 +90,36 @@ OPEN_CHILDREN = Q(
     f"WHERE parent_run_id = :run_id AND status = {EXEC_RUNNING}"
 )
 READ_EVENTS = Q(
-    "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
+    "SELECT event_id, event_time, event_type, attributes, extra FROM dn_history_events "
     "WHERE run_id = :run_id AND event_id >= :first ORDER BY event_id"
 )
 READ_EVENT_RANGE = Q(
-    "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
+    "SELECT event_id, event_time, event_type, attributes, extra FROM dn_history_events "
     "WHERE run_id = :run_id AND event_id >= :first AND event_id <= :last ORDER BY event_id"
 )
 EVENTS_OF_TYPE = Q(
-    "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
+    "SELECT event_id, event_time, event_type, attributes, extra FROM dn_history_events "
     "WHERE run_id = :run_id AND event_type = :t ORDER BY event_id"
 )
 FIRST_EVENT = Q(
-    "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
+    "SELECT event_id, event_time, event_type, attributes, extra FROM dn_history_events "
     "WHERE run_id = :run_id AND event_id = 1"
 )
 LAST_EVENT = Q(
-    "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
+    "SELECT event_id, event_time, event_type, attributes, extra FROM dn_history_events "
     "WHERE run_id = :run_id ORDER BY event_id DESC LIMIT 1"
 )
 CLOSE_EVENT = Q(
-    "SELECT event_id, event_time, event_type, attributes FROM dn_history_events "
+    "SELECT event_id, event_time, event_type, attributes, extra FROM dn_history_events "
     "WHERE run_id = :run_id AND event_type IN ('WorkflowExecutionCompleted', "
     "'WorkflowExecutionFailed', 'WorkflowExecutionCanceled', 'WorkflowExecutionTerminated', "
     "'WorkflowExecutionTimedOut', 'WorkflowExecutionContinuedAsNew') "
     "ORDER BY event_id DESC LIMIT 1"
 )
 INSERT_EVENT = Q(
-    "INSERT INTO dn_history_events (run_id, event_id, event_time, event_type, attributes) "
-    "VALUES (:run_id, :event_id, :event_time, :event_type, :attributes)"
+    "INSERT INTO dn_history_events "
+    "(run_id, event_id, event_time, event_type, attributes, extra) "
+    "VALUES (:run_id, :event_id, :event_time, :event_type, :attributes, :extra)"
 )
 BUFFER_EVENT = Q(
     "INSERT INTO dn_buffered_events (run_id, event_time, event_type, attributes) "

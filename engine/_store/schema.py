@@ -13,7 +13,7 @@ from ..common import WorkflowExecutionStatus
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -63,6 +63,14 @@ executions = sa.Table(
     sa.Column("has_updates", sa.SmallInteger, nullable=True),
     # Migration 9: the run's cron schedule (NULL: none): when it closes, the next run starts.
     sa.Column("cron_schedule", sa.Text, nullable=True),
+    # Migration 10: the run's memo as it is now (its start memo with upsert_memo's changes): Temporal's
+    # memo fields JSON (``{key: payload}``), for describe and listing; NULL when empty.
+    sa.Column("memo", sa.Text, nullable=True),
+    # The run at the top of its parent chain (the run itself for a run without a parent),
+    # and when its first workflow task was due (start time plus the start delay).
+    sa.Column("root_workflow_id", sa.Text, nullable=True),
+    sa.Column("root_run_id", sa.String(64), nullable=True),
+    sa.Column("execution_time", sa.Double, nullable=True),
 )
 sa.Index(
     "dn_executions_open_workflow_id",
@@ -96,6 +104,9 @@ history_events = sa.Table(
     sa.Column("event_time", sa.Double, nullable=False),
     sa.Column("event_type", sa.String(64), nullable=False),
     sa.Column("attributes", sa.Text, nullable=False),
+    # Migration 10: Temporal's top-level event fields other than id, time and type (``userMetadata``:
+    # the summaries shown for an activity, timer or run), as JSON; NULL for most events.
+    sa.Column("extra", sa.Text),
 )
 
 # Events that arrived while a workflow task was running: written to history when it ends.

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import operator
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any, Protocol
 
 import sqlalchemy as sa
 
+from .._json import compact_dumps
 from .._json import loads as json_loads
 from ..exceptions import StoreError
 from .queries import (
@@ -84,6 +85,9 @@ from .queries import (
     _update,
 )
 from .schema import EXEC_RUNNING, WFT_SCHEDULED
+
+JsonDict = dict[str, Any]
+_dumps = compact_dumps()
 
 #: Statements whose text varies per call, the fixed part (state numbers from the schema).
 _CLOSED_AMONG = f"SELECT run_id FROM dn_executions WHERE status != {EXEC_RUNNING} AND run_id IN"
@@ -349,13 +353,26 @@ class StoreTx:
 
     # -- history ----------------------------------------------------------------------
 
-    def insert_events(self, run_id: str, events: Sequence[tuple[int, float, str, str]]) -> None:
-        """Append events ``(event_id, event_time, event_type, attributes_json)`` (written
-        behind: see ``pending_events``; the store writes them before commit)."""
+    def insert_events(
+        self,
+        run_id: str,
+        events: Sequence[tuple[int, float, str, str]],
+        extra: Mapping[int, JsonDict] | None = None,
+    ) -> None:
+        """Append events ``(event_id, event_time, event_type, attributes_json)``, with the
+        top-level fields ``extra`` gives for some event ids (written behind: see
+        ``pending_events``; the store writes them before commit)."""
         if self.read_only:
             raise StoreError("a read-only transaction cannot append history events")
         self.pending_events += [
-            {"run_id": run_id, "event_id": i, "event_time": t, "event_type": k, "attributes": a}
+            {
+                "run_id": run_id,
+                "event_id": i,
+                "event_time": t,
+                "event_type": k,
+                "attributes": a,
+                "extra": _dumps(extra[i]) if extra and i in extra else None,
+            }
             for i, t, k, a in events
         ]
 

@@ -26,8 +26,20 @@ from .._service.service import Service
 from .._service.state import activity_channel
 from .._service.types import ActivityTask, WorkflowTask
 from ..common import Priority, RawValue, RetryPolicy
-from ..converter import DataConverter
-from ..exceptions import ActivityNotFoundError, ApplicationError, CancelledError, StoreError
+from ..converter import (
+    MAX_PAYLOAD_BYTES,
+    DataConverter,
+    Payload,
+    check_payloads_size,
+    json_payload_size,
+)
+from ..exceptions import (
+    ActivityNotFoundError,
+    ApplicationError,
+    CancelledError,
+    PayloadSizeError,
+    StoreError,
+)
 from .metrics import WorkerMetrics
 from .slots import Poller
 
@@ -397,6 +409,16 @@ class ActivityRunner(Poller[ActivityTask]):
         self.metrics.activities_completed += 1
         try:
             payloads = self.converter.to_payloads_json([result])
+            if sum(json_payload_size(p) for p in payloads) > MAX_PAYLOAD_BYTES:
+                check_payloads_size(
+                    [Payload.from_json(p) for p in payloads],
+                    what=f"the result of activity {task.activity_type}",
+                )
+        except PayloadSizeError as err:
+            # As Temporal's worker does (sdk-core checks the completion against the
+            # namespace's limit): the attempt fails instead, retried per its policy.
+            refusal = ApplicationError(str(err), type="PayloadSizeLimitExceeded")
+            return (self.service.fail_activity, self.converter.to_failure(refusal))
         except Exception as err:
             return (self.service.fail_activity, self.converter.to_failure(err))
         return (self.service.complete_activity, payloads)

@@ -35,11 +35,10 @@ async def run_local_activity(
     converter: DataConverter,
     executor: Executor | None,
     client: Any = None,
-    task_deadline: float | None = None,
 ) -> ResolveLocalActivity:
-    """Run ``request``'s attempts; how they ended. A backoff that would end after
-    ``task_deadline`` (epoch seconds: most of the workflow task's timeout) is handed back
-    like a long one, to wait on a timer: the task must complete before it times out."""
+    """Run ``request``'s attempts; how they ended. The workflow runner keeps the workflow
+    task alive meanwhile (its heartbeat), so attempts and backoffs up to the local retry
+    threshold may take longer than the task's timeout, as on Temporal."""
     loop = asyncio.get_running_loop()
     defn = find_definition(definitions, request.activity_type)
     policy = RetryPolicy.from_json(request.retry_policy)
@@ -73,9 +72,7 @@ async def run_local_activity(
                     complete_time=time.time(),
                     original_schedule_time=began,
                 )
-            if delay > request.local_retry_threshold or (
-                task_deadline is not None and time.time() + delay > task_deadline
-            ):
+            if delay > request.local_retry_threshold:
                 return ResolveLocalActivity(
                     request.seq,
                     attempt,

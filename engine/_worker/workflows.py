@@ -14,7 +14,7 @@ import collections
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -25,6 +25,7 @@ from .._model.events import HistoryEvent
 from .._replay.driver import CacheMismatchError, HistoryDriver
 from .._replay.handlers import WorkflowTaskError
 from .._replay.instance import WorkflowInstance
+from .._replay.jobs import LocalActivityRequest, ResolveLocalActivity
 from .._replay.replayer import answer_query
 from .._service.handoff import Handoffs, Reservation
 from .._service.service import Service
@@ -38,6 +39,7 @@ from ..converter import (
     DataConverter,
     Payload,
     check_payloads_size,
+    json_payload_size,
 )
 from ..exceptions import ApplicationError, NondeterminismError, PayloadSizeError, StoreError
 from .activation import ActivationThread, DeadlockDetected
@@ -86,6 +88,8 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         local_activities: Mapping[str, ActivityDefinition] | None = None,
         client: Any = None,
         failure_exception_types: Sequence[type[BaseException]] = (),
+        local_executor: Executor | None = None,
+        max_concurrent_local: int = 100,
     ) -> None:
         super().__init__(
             service,
@@ -110,6 +114,13 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         #: Worker(workflow_failure_exception_types=...): added to each definition's.
         self.failure_exception_types = tuple(failure_exception_types)
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="durable-query")
+        #: Sync local activities run here (Worker(activity_executor=...), else a pool of
+        #: the runner's own); at most ``max_concurrent_local`` run at once.
+        self._own_local_pool = local_executor is None
+        self._local_pool: Executor = local_executor or ThreadPoolExecutor(
+            max_workers=max_concurrent_local, thread_name_prefix="durable-local-activity"
+        )
+        self._local_slots = asyncio.Semaphore(max_concurrent_local)
         self._activations = ActivationThread(
             deadlock_timeout, name=f"durable-workflow-{task_queue}"
         )
@@ -244,6 +255,8 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         if self._inflight:
             await asyncio.wait(list(self._inflight), timeout=self.deadlock_timeout + 5)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._own_local_pool:
+            self._local_pool.shutdown(wait=False, cancel_futures=True)
         self._activations.stop()
 
     # -- one task -----------------------------------------------------------------------
@@ -263,8 +276,27 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
                 reason="WorkflowError",
             )
             return
+        # The task the run is on: a later one than ``task`` once long local activities made
+        # the worker heartbeat (what a failure below must be reported against).
+        current = [task]
         try:
-            commands = await self._activate(task, defn)
+            try:
+                commands = await self._activate(current, defn, time.time())
+            finally:
+                task = current[0]
+        except TaskNotFoundError as err:  # a heartbeat found the task gone
+            log.info("workflow task dropped: %s", err)
+            self._evict(task.run_id, forced=False)
+            return
+        except CacheMismatchError as err:  # after a heartbeat: start the run afresh
+            self._evict(task.run_id, forced=False)
+            await self._fail(task, CAUSE_UNHANDLED, RuntimeError(str(err)), reason="WorkflowError")
+            return
+        except PayloadSizeError as err:  # the commands of a heartbeat
+            self._evict(task.run_id, forced=False)
+            cause, refusal = _size_refusal(err)
+            await self._fail(task, cause, refusal, reason="PayloadsTooLarge")
+            return
         except NondeterminismError as err:
             self._evict(task.run_id, forced=False)
             await self._fail(task, CAUSE_NDE, err, reason="NonDeterminismError")
@@ -331,7 +363,13 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             entry.written = completion.events
             self._cache_next[task.run_id] = completion.events[-1].event_id + 1
 
-    async def _activate(self, task: WorkflowTask, defn: WorkflowDefinition) -> list[cmd.Command]:
+    async def _activate(
+        self, current: list[WorkflowTask], defn: WorkflowDefinition, received: float
+    ) -> list[cmd.Command]:
+        """The commands of the task in ``current[0]`` (received at ``received``, epoch
+        seconds); long local activities may make it heartbeat, and ``current[0]`` is then
+        the run's later task that the commands complete."""
+        task = current[0]
         entry = self._cache.get(task.run_id)
         events = task.events
         if entry is not None and entry.written is not None:
@@ -364,24 +402,68 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         # Local activities run now, inside the task; their outcomes go back to the run in
         # more activations of the same task, until it asks for none.
         requests = entry.driver.instance.take_local_requests()
-        deadline = _task_deadline(task) if requests else None
+        if not requests:
+            return commands
+        heartbeat_at = _heartbeat_time(task, received)
+        instance = entry.driver.instance
         while requests:
-            outcomes = await asyncio.gather(
-                *(
-                    run_local_activity(
-                        r,
-                        self.local_activities,
-                        self.converter,
-                        self._pool,
-                        self.client,
-                        task_deadline=deadline,
+            running = {r.seq: asyncio.ensure_future(self._run_local(r)) for r in requests}
+            try:
+                while not all(f.done() for f in running.values()):
+                    await asyncio.wait(
+                        running.values(), timeout=max(heartbeat_at - time.time(), 0.0)
                     )
-                    for r in requests
-                )
-            )
+                    if all(f.done() for f in running.values()):
+                        break
+                    # Near the task's timeout with local activities still running: complete
+                    # it with the commands so far and go on in the next task (Temporal's
+                    # workflow task heartbeat).
+                    task = current[0] = await self._heartbeat(task, entry, commands)
+                    heartbeat_at = _heartbeat_time(task, time.time())
+                    commands, _ = await run(entry.driver.apply, task.events, (), task.updates)
+                    if self._cache.get(task.run_id) is entry:
+                        self._cache_next[task.run_id] = entry.driver.next_event_id
+                    for seq in instance.take_local_cancels():  # the code cancelled them
+                        cancelled = running.pop(seq, None)
+                        if cancelled is not None:
+                            cancelled.cancel()
+                    for more in instance.take_local_requests():
+                        running[more.seq] = asyncio.ensure_future(self._run_local(more))
+            except BaseException:
+                for future in running.values():
+                    future.cancel()
+                raise
+            outcomes = [future.result() for future in running.values()]
             commands, _ = await run(entry.driver.resolve_local_activities, outcomes)
             requests = entry.driver.instance.take_local_requests()
         return commands
+
+    async def _run_local(self, request: LocalActivityRequest) -> ResolveLocalActivity:
+        async with self._local_slots:
+            return await run_local_activity(
+                request, self.local_activities, self.converter, self._local_pool, self.client
+            )
+
+    async def _heartbeat(
+        self, task: WorkflowTask, entry: _Cached, commands: list[cmd.Command]
+    ) -> WorkflowTask:
+        """Complete ``task`` with ``commands`` and take the next task of the run at once
+        (``entry`` holds the run's instance, even if the cache has let it go meanwhile)."""
+        _check_command_sizes(commands)
+        instance = entry.driver.instance
+        completion = await self.service.complete_workflow_task(
+            task,
+            commands,
+            self.identity,
+            0,
+            instance.take_rejections(),
+            instance.take_sdk_flags(),
+            heartbeat=True,
+        )
+        self.metrics.workflow_tasks_completed += 1
+        if not completion.accepted or completion.next_task is None:
+            raise TaskNotFoundError(f"run {task.run_id} took no heartbeat: it closed")
+        return completion.next_task
 
     def _report_slow(self, task: WorkflowTask, took: float, n_events: int) -> None:
         if task.workflow_type in self._reported_slow:
@@ -507,9 +589,10 @@ def _size_refusal(err: PayloadSizeError) -> tuple[str, ApplicationError]:
     return CAUSE_PAYLOADS_TOO_LARGE, ApplicationError(str(err), type="PayloadSizeLimitExceeded")
 
 
-def _task_deadline(task: WorkflowTask) -> float:
-    """When local activities must hand their retries back to the run: 80 % into the
-    workflow task's start-to-close timeout (this engine does not heartbeat the task)."""
+def _heartbeat_time(task: WorkflowTask, received: float) -> float:
+    """When a task still running local activities is completed and the next one taken:
+    80 % into the workflow task's start-to-close timeout from when the worker got it
+    (``received``, epoch seconds), as sdk-core's workers do."""
     timeout = 10.0
     for event in reversed(task.events):
         if event.event_type == "WorkflowTaskScheduled":
@@ -517,7 +600,7 @@ def _task_deadline(task: WorkflowTask) -> float:
             if value:
                 timeout = duration_from_json(value).total_seconds()
             break
-    return time.time() + 0.8 * timeout
+    return received + 0.8 * timeout
 
 
 def _check_command_sizes(commands: list[cmd.Command]) -> None:
@@ -531,7 +614,7 @@ def _check_command_sizes(commands: list[cmd.Command]) -> None:
         for part, payloads in _payloads_of(command):
             size = 0
             for payload in payloads:
-                size += _json_payload_size(payload)
+                size += json_payload_size(payload)
             if size > MAX_PAYLOAD_BYTES:
                 check_payloads_size(
                     [Payload.from_json(p) for p in payloads], what=_name_of(command, part)
@@ -553,19 +636,19 @@ _NO_PAYLOADS: tuple[tuple[str, list[dict[str, Any]]], ...] = ()
 def _payloads_of(command: cmd.Command) -> Sequence[tuple[str, list[dict[str, Any]]]]:
     """The payload fields a command carries, each as (which field, its payloads).
 
-    Memo: ``upsert_memo``'s fields (``ModifyWorkflowProperties``), each checked like a
-    payload field, as sdk-core checks a command's memo (child workflows and continue-as-new
-    start with an empty memo here)."""
+    Memo: ``upsert_memo``'s fields (``ModifyWorkflowProperties``) and the memo of a child
+    or of a continue-as-new, each field checked like a payload field, as sdk-core checks a
+    command's memo."""
     if isinstance(command, cmd.ScheduleActivityTask):
         return (("input", command.input),)
     if isinstance(command, cmd.StartChildWorkflowExecution):
-        return (("input", command.input),)
+        return (("input", command.input), *_memo_fields(command.memo))
     if isinstance(command, cmd.SignalExternalWorkflowExecution):
         return (("input", command.input),)
     if isinstance(command, cmd.CompleteWorkflowExecution):
         return (("result", command.result),)
     if isinstance(command, cmd.ContinueAsNewWorkflowExecution):
-        return (("input", command.input),)
+        return (("input", command.input), *_memo_fields(command.memo))
     if isinstance(command, cmd.CompleteUpdate):
         if command.failure is not None:
             return (("failure", _failure_payloads(command.failure)),)
@@ -586,17 +669,26 @@ def _payloads_of(command: cmd.Command) -> Sequence[tuple[str, list[dict[str, Any
     return _NO_PAYLOADS
 
 
+def _memo_fields(memo: dict[str, Any] | None) -> list[tuple[str, list[dict[str, Any]]]]:
+    return [(f"memo:{k}", [v]) for k, v in ((memo or {}).get("fields") or {}).items()]
+
+
 def _name_of(command: cmd.Command, part: str) -> str:
     """How an error names one payload field of a command (built only for an error)."""
     if isinstance(command, cmd.ScheduleActivityTask):
         return f"input of activity {command.activity_type}"
     if isinstance(command, cmd.StartChildWorkflowExecution):
-        return f"input of child workflow {command.workflow_type} (id {command.workflow_id!r})"
+        child = f"child workflow {command.workflow_type} (id {command.workflow_id!r})"
+        if part.startswith("memo:"):
+            return f"memo field {part.removeprefix('memo:')!r} of {child}"
+        return f"input of {child}"
     if isinstance(command, cmd.SignalExternalWorkflowExecution):
         return f"input of signal {command.signal_name!r} to workflow {command.workflow_id!r}"
     if isinstance(command, cmd.CompleteWorkflowExecution):
         return "workflow result"
     if isinstance(command, cmd.ContinueAsNewWorkflowExecution):
+        if part.startswith("memo:"):
+            return f"memo field {part.removeprefix('memo:')!r} of the continue-as-new"
         return f"continue-as-new input of workflow {command.workflow_type}"
     if isinstance(command, cmd.CompleteUpdate):
         update = f"update {command.name!r}" if command.name else f"update id {command.update_id!r}"
@@ -633,20 +725,3 @@ def _failure_payloads(failure: dict[str, Any]) -> list[dict[str, Any]]:
             out.append(encoded)
         node = node.get("cause")
     return out
-
-
-def _b64_size(text: object) -> int:
-    """Bytes a canonical base64 string decodes to."""
-    if not isinstance(text, str) or not text:
-        return 0
-    return len(text) * 3 // 4 - text.count("=", len(text) - 2)
-
-
-def _json_payload_size(payload: dict[str, object]) -> int:
-    """``Payload.from_json(payload).size`` without decoding."""
-    metadata = payload.get("metadata") or {}
-    size = _b64_size(payload.get("data"))
-    if isinstance(metadata, dict):
-        for key, value in metadata.items():
-            size += len(str(key).encode()) + _b64_size(value)
-    return size

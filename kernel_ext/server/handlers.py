@@ -27,7 +27,7 @@ from engine.exceptions import (
     WorkflowNotFoundError,
     WorkflowUpdateFailedError,
 )
-from widgets.models import HistoryModel, timeline, timeline_ticks
+from widgets.models import HistoryModel, metadata_text, timeline, timeline_ticks
 
 STATIC = Path(__file__).parent / "static"
 AUTH_RESOURCE = "durable"
@@ -65,8 +65,16 @@ def _epoch_iso(value: Any) -> Any:
 
 
 def execution_json(execution: Any) -> dict[str, Any]:
-    """A listed or described run as JSON (times ISO 8601 in UTC, status by name)."""
+    """A listed or described run as JSON (times ISO 8601 in UTC, status by name); a
+    described one also has its ``static_summary`` and ``static_details`` decoded with the
+    client's data converter (as text, "" for none: see :func:`widgets.models.metadata_text`)."""
     data = _jsonable(execution)
+    data.pop("data_converter", None)  # how to decode, not data
+    meta = getattr(execution, "raw_user_metadata", None)
+    if isinstance(meta, dict):
+        converter = getattr(execution, "data_converter", None)
+        data["static_summary"] = metadata_text(meta.get("summary"), converter)
+        data["static_details"] = metadata_text(meta.get("details"), converter)
     for key in ("pending_activities", "pending_timers"):
         for item in data.get(key, []) or []:
             for field in ("fire_at", "last_heartbeat_time", "next_attempt_at", "scheduled_time"):
@@ -352,7 +360,13 @@ class AttemptsHandler(DurableAPIHandler):
 class CompactHandler(DurableAPIHandler):
     """``GET workflows/{id}/compact``: the compact history, one row per activity, timer,
     child, signal, update, marker, failed workflow task and the run itself: the rows of
-    :class:`widgets.models.HistoryModel`, as the HistoryView widget gets them."""
+    :class:`widgets.models.HistoryModel`, as the HistoryView widget gets them.
+
+    The user's summaries are decoded here, with the client's data converter (its payload
+    codec included): each row's ``user_summary`` / ``user_details``, the run's
+    ``static_summary`` / ``static_details``, and ``event_summaries`` (event id → the
+    summary recorded on that event) for the full history, whose events stay in Temporal's
+    JSON at ``history``. All are plain text, for the page to show as text."""
 
     @web.authenticated
     @authorized
@@ -360,7 +374,12 @@ class CompactHandler(DurableAPIHandler):
         client = await self.client()
         handle = client.get_workflow_handle(workflow_id, run_id=self.run_id_arg())
         history = await handle.fetch_history()
-        model = HistoryModel(history.events)
+        model = HistoryModel(history.events, data_converter=client.data_converter)
+        summaries = {
+            str(e.event_id): text
+            for e in model.events
+            if (text := model.user_metadata(e.event_id)[0])
+        }
         self.write_json(
             {
                 "workflow_id": history.workflow_id,
@@ -368,6 +387,9 @@ class CompactHandler(DurableAPIHandler):
                 "event_count": len(model.events),
                 "failure_count": model.failures,
                 "closed": model.closed,
+                "static_summary": model.static_summary,
+                "static_details": model.static_details,
+                "event_summaries": summaries,
                 "rows": model.rows("compact", 0, model.count("compact")),
             }
         )
@@ -376,7 +398,9 @@ class CompactHandler(DurableAPIHandler):
 class TimelineHandler(DurableAPIHandler):
     """``GET workflows/{id}/timeline``: the lanes of :func:`widgets.models.timeline` (bars
     and ticks, seconds since the run's first event), ``now`` while the run is open, and
-    the axis ``ticks`` (``[seconds, label]``): what the Timeline widget draws."""
+    the axis ``ticks`` (``[seconds, label]``): what the Timeline widget draws, with the
+    user's summaries decoded by the client's data converter (each lane's ``summary``, a
+    child's ``details``, the run's ``summary`` / ``details``)."""
 
     @web.authenticated
     @authorized
@@ -384,7 +408,7 @@ class TimelineHandler(DurableAPIHandler):
         client = await self.client()
         handle = client.get_workflow_handle(workflow_id, run_id=self.run_id_arg())
         history = await handle.fetch_history()
-        model = HistoryModel(history.events)
+        model = HistoryModel(history.events, data_converter=client.data_converter)
         attempts = await handle.fetch_attempts()
         now = None if model.closed else client.clock.now()
         data = timeline(model, attempts, now=now).to_json()

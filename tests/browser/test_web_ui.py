@@ -512,3 +512,68 @@ def test_ids_payloads_and_failures_are_shown_as_text(server: str, tmp_path: Path
             assert errors == []
         finally:
             browser.close()
+
+
+XSS_SUMMARY = "<b>x</b><img src=x onerror=window.__xss=5>"
+
+
+@workflow.defn
+class Wrapped:
+    """A timer and an activity with summaries (one of them markup)."""
+
+    @workflow.run
+    async def run(self, item: str) -> str:
+        await workflow.sleep(timedelta(milliseconds=20), summary="let the glue dry")
+        return await workflow.execute_activity(
+            pack, args=[item], start_to_close_timeout=timedelta(seconds=10), summary=XSS_SUMMARY
+        )
+
+
+async def _summarised(url: str) -> None:
+    client = await Client.connect(url)
+    async with client, Worker(client, task_queue="wrap", workflows=[Wrapped], activities=[pack]):
+        await client.execute_workflow(
+            Wrapped.run,
+            "vase",
+            id="wrapped-vase",
+            task_queue="wrap",
+            static_summary="Wraps a **vase** <i>gently</i>",
+            static_details="Glue first.\nThen the paper.",
+        )
+
+
+def test_summaries_are_shown_as_text(server: str, tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    asyncio.run(_summarised(f"sqlite:///{tmp_path / 'durable.db'}"))
+    shots = Path("/tmp/shots")
+    shots.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser, page, errors = _open(pw)
+        try:
+            page.goto(f"{server}durable/?token={TOKEN}#/workflows/wrapped-vase")
+            expect(page.get_by_role("heading", level=1)).to_have_text("Workflow wrapped-vase")
+            summary = page.locator("#summary")
+            expect(summary.locator(".static-summary")).to_have_text(
+                "Wraps a **vase** <i>gently</i>"
+            )
+            expect(summary.locator(".static-details")).to_have_text("Glue first.\nThen the paper.")
+            history = page.locator("#history")
+            expect(history.locator(".user-summary").filter(has_text=XSS_SUMMARY)).to_be_visible()
+            expect(history.locator(".user-summary").filter(has_text="let the glue")).to_be_visible()
+            notes = page.locator("#timeline text.lane-summary")
+            expect(notes).to_have_count(2)
+            assert "let the glue dry" in notes.all_text_contents()
+            assert any(XSS_SUMMARY[:10] in t for t in notes.all_text_contents())
+            page.screenshot(path=str(ARTIFACTS / "ui-summaries.png"), full_page=True)
+            page.screenshot(path=str(shots / "web-ui-run-summaries.png"), full_page=True)
+            page.get_by_role("button", name="Full").click()
+            scheduled = history.get_by_role("row").filter(has_text="ACTIVITY_TASK_SCHEDULED")
+            expect(scheduled.locator(".user-summary")).to_have_text(XSS_SUMMARY)
+            started = history.get_by_role("row").filter(has_text="WORKFLOW_EXECUTION_STARTED")
+            expect(started.locator(".user-summary")).to_have_text("Wraps a **vase** <i>gently</i>")
+            _no_markup_parsed(page)
+            assert page.locator("main b, main i").count() == 0
+            assert errors == []
+        finally:
+            browser.close()

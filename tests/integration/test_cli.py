@@ -14,6 +14,7 @@ import json
 import shutil
 import sys
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -22,11 +23,14 @@ import pytest
 from engine import (
     CancelledError,
     Client,
+    DataConverter,
     Worker,
     WorkflowFailureError,
     WorkflowHistory,
+    workflow,
 )
 from engine.cli import main
+from tests.codecs import WrapCodec
 
 from ..conftest import TEMPORAL_DATA
 from .cli_workflows import GreetWF, SleepyWF, WaitForSignalWF, greet
@@ -417,3 +421,75 @@ async def test_export_to_stdout_and_default_parquet_name(
     written = tmp_path / "order_7.parquet"
     assert f"to {written.name}" in err
     assert len(pd.read_parquet(written)) == len(history)
+
+
+@workflow.defn(name="SummarisedGreetWF")
+class SummarisedGreetWF:
+    """GreetWF with a summary on its activity and on a short timer."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        await workflow.sleep(timedelta(milliseconds=10), summary="a <i>short</i> nap")
+        return await workflow.execute_activity(
+            greet, name, start_to_close_timeout=timedelta(seconds=30), summary="greet <b>x</b>"
+        )
+
+
+async def test_describe_and_show_print_summaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _sqlite(tmp_path)
+    tq = "cli-" + uuid.uuid4().hex[:8]
+    client = await Client.connect(db)
+    coded = await Client.connect(db, data_converter=DataConverter(payload_codec=WrapCodec()))
+    try:
+        async with Worker(client, task_queue=tq, workflows=[SummarisedGreetWF], activities=[greet]):
+            handle = await client.start_workflow(
+                SummarisedGreetWF.run,
+                "Ada",
+                id="summarised",
+                task_queue=tq,
+                static_summary="Greets <b>x</b> once",
+                static_details="First line.\nSecond **line**.",
+            )
+            assert await handle.result() == "Hello, Ada!"
+        await coded.start_workflow(
+            "SummarisedGreetWF", "Bo", id="coded", task_queue="nobody", static_summary="secret"
+        )
+    finally:
+        await coded.close()
+        await client.close()
+
+    code, out, err = run_cli(capsys, "workflow", "describe", "summarised", "--db", db)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "Summary:      Greets <b>x</b> once" in lines
+    details = lines.index("Details:      First line.")
+    assert lines[details + 1] == "              Second **line**."  # under the first line
+    code, out, _ = run_cli(capsys, "workflow", "describe", "summarised", "--db", db, "-o", "json")
+    described = json.loads(out)
+    assert described["static_summary"] == "Greets <b>x</b> once"
+    assert described["static_details"] == "First line.\nSecond **line**."
+    assert "data_converter" not in described
+
+    code, out, _ = run_cli(capsys, "workflow", "show", "summarised", "--db", db)
+    assert code == 0
+    assert out.splitlines()[1] == "Summary: Greets <b>x</b> once"
+    [scheduled] = [line for line in out.splitlines() if "ActivityTaskScheduled" in line]
+    assert '"greet <b>x</b>"' in scheduled
+    [timer] = [line for line in out.splitlines() if "TimerStarted" in line]
+    assert '"a <i>short</i> nap"' in timer
+    assert len(out.strip().splitlines()) == 3 + len(await _history_of(db, "summarised"))
+
+    # A codec the CLI's client does not have: the summary shows as "(encoded)", no error.
+    code, out, err = run_cli(capsys, "workflow", "describe", "coded", "--db", db)
+    assert code == 0, err
+    assert "Summary:      (encoded)" in out.splitlines()
+
+
+async def _history_of(db: str, workflow_id: str) -> WorkflowHistory:
+    client = await Client.connect(db)
+    try:
+        return await client.get_workflow_handle(workflow_id).fetch_history()
+    finally:
+        await client.close()

@@ -228,3 +228,109 @@ async def test_a_retry_after_a_timer_is_a_new_request(env: object, task_queue: s
         (3, "3", 3),
     ]
     assert (await Replayer(workflows=[SlowRetry]).replay_workflow(history)).replay_failure is None
+
+
+_long_local_cancelled: list[str] = []
+
+
+@activity.defn
+async def long_local(seconds: float) -> str:
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        _long_local_cancelled.append("cancelled")
+        raise
+    return "finished"
+
+
+@workflow.defn
+class GivesUpOnALocal:
+    @workflow.run
+    async def run(self) -> str:
+        handle = workflow.start_local_activity(
+            long_local, 30.0, start_to_close_timeout=timedelta(seconds=60)
+        )
+        done, _ = await workflow.wait([handle], timeout=1)
+        if done:
+            return "finished in time"
+        handle.cancel()
+        try:
+            await handle
+        except Exception as err:
+            return f"{type(err).__name__}({type(err.__cause__).__name__})"
+        return "not cancelled"
+
+
+async def test_a_running_local_activity_cancelled_after_a_heartbeat(
+    client: Client, task_queue: str
+) -> None:
+    # The local activity outlasts the 2 s workflow task: the worker heartbeats the task,
+    # the 1 s timer fires meanwhile and reaches the code in the next task, which cancels
+    # the activity: the attempt running in the worker is cancelled, and the run goes on.
+    _long_local_cancelled.clear()
+    async with Worker(
+        client, task_queue=task_queue, workflows=[GivesUpOnALocal], activities=[long_local]
+    ):
+        handle = await client.start_workflow(
+            GivesUpOnALocal.run,
+            id=f"gives-up-{uuid.uuid4().hex}",
+            task_queue=task_queue,
+            task_timeout=timedelta(seconds=2),
+        )
+        assert await asyncio.wait_for(handle.result(), 20) == "ActivityError(CancelledError)"
+    assert _long_local_cancelled == ["cancelled"]
+    history = await handle.fetch_history()
+    types = _types(history)
+    assert types.count("WorkflowTaskCompleted") >= 3  # heartbeats, then the last task
+    assert "WorkflowTaskTimedOut" not in types
+    (marker,) = [e for e in history.events if e.event_type == "MarkerRecorded"]
+    assert marker.attributes["failure"] == {
+        "message": "Activity cancelled",
+        "canceledFailureInfo": {},
+    }
+    result = await Replayer(workflows=[GivesUpOnALocal]).replay_workflow(history)
+    assert result.replay_failure is None
+
+
+@workflow.defn
+class BadSignalDuringALongLocal:
+    @workflow.run
+    async def run(self) -> str:
+        return await workflow.execute_local_activity(
+            long_local, 3.0, start_to_close_timeout=timedelta(seconds=60)
+        )
+
+    @workflow.signal
+    def poke(self) -> None:
+        raise RuntimeError("this handler is broken")
+
+
+async def test_a_failure_after_a_heartbeat_fails_the_task_the_run_is_on(
+    client: Client, task_queue: str
+) -> None:
+    # The signal reaches the code in the task the heartbeat started; its handler fails
+    # that task (WorkflowTaskFailed at once), not the finished one before it (which would
+    # leave the current task to time out).
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[BadSignalDuringALongLocal],
+        activities=[long_local],
+    ):
+        handle = await client.start_workflow(
+            BadSignalDuringALongLocal.run,
+            id=f"bad-signal-{uuid.uuid4().hex}",
+            task_queue=task_queue,
+            task_timeout=timedelta(seconds=2),
+        )
+        await asyncio.sleep(0.3)
+        await handle.signal(BadSignalDuringALongLocal.poke)
+        for _ in range(200):
+            types = _types(await handle.fetch_history())
+            if "WorkflowTaskFailed" in types or "WorkflowTaskTimedOut" in types:
+                break
+            await asyncio.sleep(0.05)
+        await handle.terminate()
+    assert "WorkflowTaskFailed" in types and "WorkflowTaskTimedOut" not in types, types
+    # The failed task is the one the heartbeat started: one completion came before it.
+    assert types.index("WorkflowTaskCompleted") < types.index("WorkflowTaskFailed")

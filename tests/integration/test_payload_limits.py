@@ -502,3 +502,77 @@ async def test_every_payload_goes_through_the_codec_and_back(db_url: str, task_q
             await replayer.replay_workflow(history)
     finally:
         await client.close()
+
+
+_big_result_attempts: list[int] = []
+
+
+@activity.defn
+async def big_result() -> str:
+    _big_result_attempts.append(activity.info().attempt)
+    return "x" * (3 * MB)
+
+
+@activity.defn
+async def big_heartbeat() -> str:
+    activity.heartbeat("x" * (3 * MB))
+    await asyncio.sleep(5)  # told it is cancelled: the attempt has already failed
+    return "never"
+
+
+@workflow.defn
+class BigActivityOutcome:
+    @workflow.run
+    async def run(self, which: str) -> str:
+        try:
+            await workflow.execute_activity(
+                big_result if which == "result" else big_heartbeat,
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=RetryPolicy(
+                    initial_interval=timedelta(milliseconds=10), maximum_attempts=2
+                ),
+            )
+        except ActivityError as err:
+            cause = err.cause
+            return f"{type(cause).__name__}: {cause}"
+        return "completed"
+
+
+async def test_an_activity_result_over_2mb_fails_the_attempt(
+    client: Client, task_queue: str
+) -> None:
+    # As Temporal's worker does: the completion is refused before it is sent, and the
+    # attempt fails with an ApplicationError of type PayloadSizeLimitExceeded (retryable).
+    _big_result_attempts.clear()
+    async with Worker(
+        client, task_queue=task_queue, workflows=[BigActivityOutcome], activities=[big_result]
+    ):
+        said = await client.execute_workflow(
+            BigActivityOutcome.run, "result", id=f"big-{uuid.uuid4().hex}", task_queue=task_queue
+        )
+    assert said.startswith("ApplicationError: ")
+    assert "the result of activity big_result is 3" in said
+    assert _big_result_attempts == [1, 2]
+
+
+async def test_heartbeat_details_over_2mb_fail_the_activity_for_good(
+    client: Client, task_queue: str
+) -> None:
+    # As Temporal's server does: a non-retryable server failure, and the activity is told
+    # it is cancelled.
+    async with Worker(
+        client, task_queue=task_queue, workflows=[BigActivityOutcome], activities=[big_heartbeat]
+    ):
+        handle = await client.start_workflow(
+            BigActivityOutcome.run,
+            "heartbeat",
+            id=f"big-hb-{uuid.uuid4().hex}",
+            task_queue=task_queue,
+        )
+        said = await asyncio.wait_for(handle.result(), 30)
+    assert said == "ServerError: Heartbeat details exceed size limit."
+    failed = [
+        e for e in (await handle.fetch_history()).events if e.event_type == "ActivityTaskFailed"
+    ]
+    assert len(failed) == 1  # not retried
+    assert failed[0].attributes["failure"]["serverFailureInfo"] == {"nonRetryable": True}

@@ -17,6 +17,7 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
@@ -196,6 +197,31 @@ async def _update_with_start(
     return await start.workflow_handle()
 
 
+async def _with_summary_and_details(
+    client: Any, wf: ModuleType, api: SimpleNamespace, task_queue: str, workflow_id: str
+) -> Any:
+    return await client.start_workflow(
+        wf.SummariesWF.run,
+        "Temporal",
+        id=workflow_id,
+        task_queue=task_queue,
+        static_summary="Greets **Temporal**",
+        static_details="Four greetings:\n- an activity\n- a local one\n- a child",
+    )
+
+
+async def _with_a_short_task_timeout(
+    client: Any, wf: ModuleType, api: SimpleNamespace, task_queue: str, workflow_id: str
+) -> Any:
+    return await client.start_workflow(
+        wf.LongLocalWF.run,
+        3.0,
+        id=workflow_id,
+        task_queue=task_queue,
+        task_timeout=timedelta(seconds=2),
+    )
+
+
 @dataclass(frozen=True)
 class Case:
     """One workflow run on our engine: its feature name is its golden history's file stem."""
@@ -339,6 +365,30 @@ CASES: list[Case] = [
         "WorkflowExecutionCompleted",
         drive=_signals_before_and_after_handlers,
         result=["add early", "extra x", "add late", "ping y"],
+    ),
+    Case(
+        "user_metadata",
+        code.SummariesWF,
+        None,
+        "WorkflowExecutionCompleted",
+        start=_with_summary_and_details,
+        result="Hello, Temporal! / Hello, local! / Hello, child!",
+    ),
+    Case(
+        "long_local_activity",
+        code.LongLocalWF,
+        None,
+        "WorkflowExecutionCompleted",
+        start=_with_a_short_task_timeout,
+        result="slept 3.0s, Hello, after!",
+        real_time=True,
+    ),
+    Case(
+        "cancelled_local_activity",
+        code.CancelledLocalWF,
+        2.0,
+        "WorkflowExecutionCompleted",
+        result="CancelledError: Local Activity cancelled",
     ),
 ]
 

@@ -106,7 +106,15 @@ async def flaky_local(name: str) -> str:
     return f"{name} on attempt {info.attempt}, local: {info.is_local}"
 
 
+@activity.defn
+async def slow_local(seconds: float) -> str:
+    """Longer than most of its workflow task's timeout."""
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}s"
+
+
 ALL_ACTIVITIES = [
+    slow_local,
     say_hello,
     noop,
     flaky,
@@ -512,6 +520,69 @@ class MemoWF:
         return {key: str(value) for key, value in sorted(workflow.memo().items())}
 
 
+@workflow.defn
+class SummariesWF:
+    """Summaries on what it starts (an activity, a local activity, a timer, a timed wait, a
+    child with a summary and details): Temporal's user metadata on those events."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        hello = await workflow.execute_activity(
+            say_hello, name, start_to_close_timeout=TIMEOUT, summary="greet **them**"
+        )
+        local = await workflow.execute_local_activity(
+            say_hello, "local", start_to_close_timeout=TIMEOUT, summary="greet locally"
+        )
+        await workflow.sleep(0.1, summary="a short nap")
+        try:
+            await workflow.wait_condition(lambda: False, timeout=0.1, timeout_summary="give up")
+        except TimeoutError:
+            pass
+        child = await workflow.execute_child_workflow(
+            HelloWF.run,
+            "child",
+            id=f"{workflow.info().workflow_id}-child",
+            static_summary="the child",
+            static_details="It says hello.\n\nTwice if asked.",
+            memo={"from": "parent"},
+            retry_policy=RetryPolicy(maximum_attempts=2),
+        )
+        return f"{hello} / {local} / {child}"
+
+
+@workflow.defn
+class LongLocalWF:
+    """A local activity that outlasts its workflow task's timeout (2 s, set by the start):
+    the worker keeps the task alive by completing it and taking the next one."""
+
+    @workflow.run
+    async def run(self, seconds: float) -> str:
+        first = await workflow.execute_local_activity(
+            slow_local, seconds, start_to_close_timeout=TIMEOUT
+        )
+        second = await workflow.execute_local_activity(
+            say_hello, "after", start_to_close_timeout=TIMEOUT
+        )
+        return f"{first}, {second}"
+
+
+@workflow.defn
+class CancelledLocalWF:
+    """A local activity cancelled as soon as it is asked for ends as cancelled (a marker
+    with a canceled failure), whatever its cancellation type."""
+
+    @workflow.run
+    async def run(self, seconds: float) -> str:
+        handle = workflow.start_local_activity(slow_local, seconds, start_to_close_timeout=TIMEOUT)
+        await asyncio.sleep(0)
+        handle.cancel()
+        try:
+            await handle
+        except ActivityError as err:
+            return f"{type(err.cause).__name__}: {err.message}"
+        return "completed"
+
+
 ALL_WORKFLOWS = [
     HelloWF,
     SeqActivitiesWF,
@@ -535,4 +606,7 @@ ALL_WORKFLOWS = [
     CronWF,
     MemoWF,
     LateHandlersWF,
+    SummariesWF,
+    LongLocalWF,
+    CancelledLocalWF,
 ]

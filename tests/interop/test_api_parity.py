@@ -131,6 +131,7 @@ HERE: dict[tuple[str, str], set[str]] = {
         "RPCTimeoutOrCancelledError",
         "WithStartWorkflowOperation",
         "WorkflowHandle",
+        "WorkflowHistoryEventFilterType",
         "WorkflowQueryFailedError",
         "WorkflowQueryRejectedError",
         "WorkflowUpdateFailedError",

@@ -14,8 +14,17 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from engine import ApplicationError, Client, RetryPolicy, Worker, activity, workflow
+from engine import (
+    ApplicationError,
+    Client,
+    DataConverter,
+    RetryPolicy,
+    Worker,
+    activity,
+    workflow,
+)
 from kernel_ext.server.app import backend_of, redact_url, resolve_url
+from tests.codecs import WrapCodec
 from widgets.models import HistoryModel, axis_ticks, timeline
 
 TASK_QUEUE = "jupyter-tests"
@@ -707,5 +716,90 @@ def test_update_endpoint(jp_fetch: Any, run: Any, db_url: str) -> None:
             assert status == 400, body
             await client.get_workflow_handle("tally-1").signal("finish")
             assert await client.get_workflow_handle("tally-1").result() == 2
+
+    run(scenario())
+
+
+@activity.defn
+async def wrap_gift(item: str) -> str:
+    return f"wrapped {item}"
+
+
+@workflow.defn
+class GiftWrap:
+    """A timer and an activity, each with a summary (one holding markup)."""
+
+    @workflow.run
+    async def run(self, item: str) -> str:
+        await workflow.sleep(timedelta(milliseconds=5), summary="let the glue dry")
+        return await workflow.execute_activity(
+            wrap_gift, item, start_to_close_timeout=timedelta(seconds=10), summary="wrap <b>x</b>"
+        )
+
+
+def test_summaries_are_decoded_by_the_server(jp_fetch: Any, run: Any, db_url: str) -> None:
+    async def scenario() -> None:
+        client = await Client.connect(db_url)
+        coded = await Client.connect(
+            db_url, data_converter=DataConverter(payload_codec=WrapCodec())
+        )
+        try:
+            async with Worker(
+                client, task_queue=TASK_QUEUE, workflows=[GiftWrap], activities=[wrap_gift]
+            ):
+                handle = await client.start_workflow(
+                    GiftWrap.run,
+                    "teapot",
+                    id="gift-1",
+                    task_queue=TASK_QUEUE,
+                    static_summary="A gift <i>for Ada</i>",
+                    static_details="Wrapped **twice**.\nWith a bow.",
+                )
+                assert await handle.result() == "wrapped teapot"
+            await coded.start_workflow(
+                GiftWrap.run, "cup", id="gift-coded", task_queue="nobody", static_summary="secret"
+            )
+        finally:
+            await coded.close()
+            await client.close()
+
+        status, desc = await _request(jp_fetch, "workflows", "gift-1")
+        assert status == 200, desc
+        assert desc["static_summary"] == "A gift <i>for Ada</i>"
+        assert desc["static_details"] == "Wrapped **twice**.\nWith a bow."
+        assert "data_converter" not in desc
+        status, compact = await _request(jp_fetch, "workflows", "gift-1", "compact")
+        assert status == 200, compact
+        assert compact["static_summary"] == desc["static_summary"]
+        assert compact["static_details"] == desc["static_details"]
+        by_kind = {r["kind"]: r["user_summary"] for r in compact["rows"]}
+        assert by_kind == {
+            "workflow": "A gift <i>for Ada</i>",
+            "timer": "let the glue dry",
+            "activity": "wrap <b>x</b>",
+        }
+        status, history = await _request(jp_fetch, "workflows", "gift-1", "history")
+        ids = {
+            e["eventType"]: e["eventId"] for e in history["events"] if "userMetadata" in e
+        }  # the history itself stays in Temporal's JSON, summaries encoded
+        assert compact["event_summaries"] == {
+            str(ids["EVENT_TYPE_WORKFLOW_EXECUTION_STARTED"]): "A gift <i>for Ada</i>",
+            str(ids["EVENT_TYPE_TIMER_STARTED"]): "let the glue dry",
+            str(ids["EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"]): "wrap <b>x</b>",
+        }
+        status, lanes = await _request(jp_fetch, "workflows", "gift-1", "timeline")
+        assert status == 200, lanes
+        assert lanes["summary"] == "A gift <i>for Ada</i>"
+        assert {lane["category"]: lane["summary"] for lane in lanes["lanes"]} == {
+            "workflow_task": "",
+            "timer": "let the glue dry",
+            "activity": "wrap <b>x</b>",
+        }
+
+        # A payload codec the server's client lacks: "(encoded)", not an error.
+        status, desc = await _request(jp_fetch, "workflows", "gift-coded")
+        assert status == 200 and desc["static_summary"] == "(encoded)"
+        status, compact = await _request(jp_fetch, "workflows", "gift-coded", "compact")
+        assert status == 200 and compact["static_summary"] == "(encoded)"
 
     run(scenario())

@@ -12,6 +12,7 @@ new case) is caught without waiting for someone to re-record.
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -95,3 +96,48 @@ def test_a_case_recorded_on_a_dev_server_now_matches(tmp_path: Path) -> None:
     assert _types(fresh) == _types(kept)
     upserts = [e for e in fresh.events if e.event_type == "UpsertWorkflowSearchAttributes"]
     assert len(upserts) == 3
+
+
+def _decoded(payload: dict[str, object]) -> object:
+    return json.loads(base64.b64decode(str(payload["data"])))
+
+
+def _user_metadata(history: WorkflowHistory) -> list[tuple[str, dict[str, object]]]:
+    """(event type, decoded summary and details) of each event, in order."""
+    return [
+        (
+            e.event_type,
+            {k: _decoded(v) for k, v in (e.extra.get("userMetadata") or {}).items()},
+        )
+        for e in history.events
+    ]
+
+
+@pytest.mark.parametrize("feature", RECORDED)
+async def test_our_engine_records_the_same_user_metadata(feature: str) -> None:
+    # Summaries of the run, its activities, local activities, timers and children: on the
+    # same events as Temporal's, with the same text.
+    theirs = _load(TEMPORAL / f"{feature}.json")
+    ours = await _ours(feature)
+    assert _user_metadata(ours) == _user_metadata(theirs)
+    if feature == "user_metadata":
+        assert sum(1 for _, meta in _user_metadata(ours) if meta) == 6
+
+
+async def test_a_child_gets_its_memo_retry_policy_and_summary_as_on_temporal() -> None:
+    theirs = _load(TEMPORAL / "user_metadata.json")
+    ours = await _ours("user_metadata")
+
+    def initiated(history: WorkflowHistory) -> dict[str, object]:
+        (event,) = [
+            e for e in history.events if e.event_type == "StartChildWorkflowExecutionInitiated"
+        ]
+        return {k: event.attributes.get(k) for k in ("memo", "retryPolicy", "cronSchedule")}
+
+    assert initiated(ours) == initiated(theirs)
+    assert initiated(ours)["retryPolicy"] == {
+        "initialInterval": "1s",
+        "backoffCoefficient": 2.0,
+        "maximumInterval": "100s",
+        "maximumAttempts": 2,
+    }

@@ -7,8 +7,8 @@ import pytest
 
 from engine import DataConverter
 from engine._model import commands as cmd
-from engine._worker.workflows import _check_command_sizes, _json_payload_size
-from engine.converter import Payload
+from engine._worker.workflows import _check_command_sizes
+from engine.converter import Payload, json_payload_size
 from engine.exceptions import PayloadSizeError
 
 MB = 1024 * 1024
@@ -33,7 +33,7 @@ def _activity(n: int, data: str) -> cmd.ScheduleActivityTask:
 def test_sizes_read_off_base64_equal_the_decoded_sizes() -> None:
     for value in ["", "x", "xy", "xyz", "é" * 1001, None, {"k": [1, 2]}, b"\x00\x01"]:
         for payload in dc.to_payloads_json([value]):
-            assert _json_payload_size(payload) == Payload.from_json(payload).size
+            assert json_payload_size(payload) == Payload.from_json(payload).size
 
 
 def test_limits_per_payload_set_and_per_task() -> None:

@@ -17,6 +17,17 @@ function duration(row) {
   return d <= 0 ? "" : seconds(d).slice(1);
 }
 
+// The summary cell: the user's summary (plain text, never markup) before the kernel's line.
+function summaryCell(row) {
+  const cell = h("span", { class: "dn-c dn-sum", title: row.user_summary || null });
+  if (row.user_summary) {
+    cell.append(h("span", { class: "dn-usum", text: row.user_summary }));
+    if (row.summary) cell.append(" · ");
+  }
+  if (row.summary) cell.append(row.summary);
+  return cell;
+}
+
 function cells(row, mode) {
   if (mode === "full") {
     return [
@@ -25,7 +36,7 @@ function cells(row, mode) {
       h("span", { class: "dn-c dn-type" },
         h("span", { class: "dn-swatch", style: `background:${row.colour}`, "aria-hidden": "true" }),
         row.event_type),
-      h("span", { class: "dn-c dn-sum", text: row.summary }),
+      summaryCell(row),
     ];
   }
   return [
@@ -38,7 +49,7 @@ function cells(row, mode) {
     h("span", { class: "dn-c dn-att", text: row.attempts ? `×${row.attempts}` : "" }),
     h("span", { class: "dn-c dn-off", text: seconds(row.start) }),
     h("span", { class: "dn-c dn-dur", text: duration(row) }),
-    h("span", { class: "dn-c dn-sum", text: row.summary }),
+    summaryCell(row),
   ];
 }
 
@@ -46,6 +57,9 @@ const HEADERS = {
   full: ["#", "at", "event", "summary"],
   compact: ["kind", "name", "status", "attempts", "at", "took", "summary"],
 };
+
+const HEADER_TRAITS = ["title", "run_summary", "run_details", "status", "live", "event_count",
+  "failure_count", "mode", "error"];
 
 let views = 0;
 
@@ -68,6 +82,11 @@ function render({ model, el }) {
     tabs.append(b);
   }
   const header = h("div", { class: "dn-head" }, title, status, live, counts, tabs);
+  // The run's static summary and details: the user's text, shown as text.
+  const runSummary = h("div", { class: "dn-run-summary", hidden: true });
+  const runDetailsText = h("div", { class: "dn-run-details-text" });
+  const runDetails = h("details", { class: "dn-run-details", hidden: true },
+    h("summary", { text: "details" }), runDetailsText);
   const colhead = h("div", { class: "dn-row dn-colhead", role: "row" });
   const body = h("div", { class: "dn-scroll", tabindex: "0", role: "rowgroup",
     "aria-label": "Events (arrow keys move the selection)" });
@@ -78,12 +97,16 @@ function render({ model, el }) {
   const detail = h("pre", { class: "dn-detail", "aria-label": "Selected row's attributes",
     tabindex: "0", hidden: true });
   const error = h("div", { class: "dn-error", role: "alert", hidden: true });
-  el.append(header, error, table, detail);
+  el.append(header, runSummary, runDetails, error, table, detail);
 
   let follow = true; // stick to the bottom while the run grows
 
   function renderHeader() {
     title.textContent = model.get("title");
+    runSummary.textContent = model.get("run_summary");
+    runSummary.hidden = !model.get("run_summary");
+    runDetailsText.textContent = model.get("run_details");
+    runDetails.hidden = !model.get("run_details");
     const st = model.get("status");
     status.textContent = st.replaceAll("_", " ");
     status.dataset.status = st;
@@ -165,7 +188,7 @@ function render({ model, el }) {
   body.addEventListener("keydown", onKey);
   const onHeader = () => renderHeader();
   const onRows = () => renderRows();
-  for (const name of ["title", "status", "live", "event_count", "failure_count", "mode", "error"]) {
+  for (const name of HEADER_TRAITS) {
     model.on(`change:${name}`, onHeader);
   }
   for (const name of ["rows", "total", "selected"]) model.on(`change:${name}`, onRows);
@@ -177,7 +200,7 @@ function render({ model, el }) {
   return () => {
     tell(model, false);
     model.off("change:detail", renderDetail);
-    for (const name of ["title", "status", "live", "event_count", "failure_count", "mode", "error"]) {
+    for (const name of HEADER_TRAITS) {
       model.off(`change:${name}`, onHeader);
     }
     for (const name of ["rows", "total", "selected"]) model.off(`change:${name}`, onRows);

@@ -4,6 +4,20 @@ const LANE_H = 24;
 const LABEL_W = 200;
 const AXIS_H = 22;
 const MIN_BAR = 4; // px: a millisecond activity is still a visible bar
+const CHAR_W = 6.2; // px: about one character of an 11px summary
+const MIN_NOTE = 48; // px: narrower than this, a summary is left to the tooltip
+
+// A user's summary cut to `room` px (it is drawn as an SVG text node: never markup).
+function fit(text, room) {
+  const line = text.replace(/\s+/g, " ").trim();
+  const n = Math.floor(room / CHAR_W);
+  return line.length <= n ? line : `${line.slice(0, Math.max(1, n - 1))}…`;
+}
+
+// "name — summary" for tooltips.
+function named(name, summary) {
+  return summary ? `${name} — ${summary}` : name;
+}
 
 function s(tag, attrs = {}, text) {
   const node = document.createElementNS(SVG, tag);
@@ -30,19 +44,33 @@ function render({ model, el }) {
   live.className = "dn-live";
   live.setAttribute("aria-live", "polite");
   head.append(title, live);
+  // The run's static summary and details: the user's text, set as text only.
+  const runSummary = document.createElement("div");
+  runSummary.className = "dn-run-summary";
+  const runDetails = document.createElement("details");
+  runDetails.className = "dn-run-details";
+  const runDetailsHead = document.createElement("summary");
+  runDetailsHead.textContent = "details";
+  const runDetailsText = document.createElement("div");
+  runDetailsText.className = "dn-run-details-text";
+  runDetails.append(runDetailsHead, runDetailsText);
   const holder = document.createElement("div");
   const note = document.createElement("div");
   note.className = "dn-note";
   const error = document.createElement("div");
   error.className = "dn-error";
   error.setAttribute("role", "alert");
-  el.append(head, error, holder, note);
+  el.append(head, runSummary, runDetails, error, holder, note);
 
   function draw() {
     const data = { ...(model.get("data") || {}) };
     data.now = model.get("now");
     const lanes = data.lanes || [];
     title.textContent = model.get("title");
+    runSummary.textContent = data.summary || "";
+    runSummary.hidden = !data.summary;
+    runDetailsText.textContent = data.details || "";
+    runDetails.hidden = !data.details;
     live.textContent = model.get("live") ? "● live" : "";
     error.hidden = !model.get("error");
     error.textContent = model.get("error");
@@ -70,12 +98,16 @@ function render({ model, el }) {
       g.append(s("rect", { x: 0, y: y + 5, width: 4, height: LANE_H - 10, fill: lane.colour }));
       const name = s("text", { x: 8, y: y + LANE_H / 2 + 4, class: "dn-lane-label" },
         lane.label.length > 28 ? `${lane.label.slice(0, 27)}…` : lane.label);
-      name.append(s("title", {}, lane.label));
+      name.append(s("title", {}, [lane.label, lane.summary, lane.details].filter(Boolean).join("\n")));
       g.append(name);
+      let first = Infinity;
+      let last = -Infinity;
       for (const bar of lane.bars) {
         const stop = bar.end === null ? (data.now ?? end) : bar.end;
         const x0 = x(bar.start);
         const w = Math.max(MIN_BAR, x(stop) - x0);
+        first = Math.min(first, x0);
+        last = Math.max(last, x0 + w);
         let shape;
         if (bar.kind === "backoff") {
           shape = s("line", { x1: x0, x2: x0 + w, y1: y + LANE_H / 2, y2: y + LANE_H / 2,
@@ -86,7 +118,7 @@ function render({ model, el }) {
             stroke: bar.end === null ? "#1971c2" : "none", "stroke-dasharray": bar.end === null ? "3 2" : "" });
         }
         const dur = bar.end === null ? "still going" : label(bar.end - bar.start);
-        shape.append(s("title", {}, `${lane.label}: ${bar.label} (${bar.status.replaceAll("_", " ")}, ${dur})` +
+        shape.append(s("title", {}, `${named(lane.label, lane.summary)}: ${bar.label} (${bar.status.replaceAll("_", " ")}, ${dur})` +
           (bar.detail ? `\n${bar.detail}` : "")));
         g.append(shape);
       }
@@ -97,8 +129,22 @@ function render({ model, el }) {
           : s("path", { d: `M${tx - 5},${y + 5} L${tx + 5},${y + 5} L${tx},${y + 14} Z`,
             fill: tick.kind === "update" ? "#0c8599" : tick.kind === "marker" ? "#495057" : "#9c36b5",
             class: `dn-tick dn-${tick.kind}` });
-        mark.append(s("title", {}, `${tick.kind}: ${tick.label} at ${label(tick.at)}`));
+        mark.append(s("title", {}, `${tick.kind}: ${named(tick.label, tick.summary)} at ${label(tick.at)}`));
         g.append(mark);
+      }
+      if (lane.summary && lane.bars.length) {
+        // Beside the bars: after them if there is room, else before them.
+        const right = LABEL_W + plotW - last - 6;
+        const left = first - LABEL_W - 6;
+        const after = right >= MIN_NOTE || right >= left;
+        const room = after ? right : left;
+        if (room >= MIN_NOTE || lane.summary.length * CHAR_W <= room) {
+          const note = s("g", { class: "dn-lane-note" });
+          note.append(s("title", {}, named(lane.label, lane.summary)));
+          note.append(s("text", { x: after ? last + 5 : first - 5, y: y + LANE_H / 2 + 4,
+            "text-anchor": after ? "start" : "end", class: "dn-lane-summary" }, fit(lane.summary, room)));
+          g.append(note);
+        }
       }
       svg.append(g);
     });

@@ -178,6 +178,12 @@ function payloadsText(p) {
   return truncate(list.map((x) => JSON.stringify(decodePayload(x))).join(", "), 200);
 }
 
+/** The user's summary (plain text: a text node, never markup) and the kernel's line. */
+function withUserSummary(user, text) {
+  if (!user) return [text];
+  return [el("span", { class: "user-summary" }, user), text ? ` · ${text}` : ""];
+}
+
 function truncate(text, n) {
   return text.length > n ? `${text.slice(0, n - 1)}…` : text;
 }
@@ -431,6 +437,8 @@ function renderSummary(d) {
   const items = [
     ["Status", statusBadge(d.status)],
     ["Type", d.workflow_type],
+    ...(d.static_summary ? [["Summary", el("span", { class: "static-summary" }, d.static_summary)]] : []),
+    ...(d.static_details ? [["Details", el("div", { class: "static-details" }, d.static_details)]] : []),
     ["Run id", el("span", { class: "mono" }, d.run_id)],
     ["Task queue", d.task_queue],
     ["Started", el("time", { datetime: d.start_time, title: d.start_time }, fmtTime(d.start_time))],
@@ -504,14 +512,19 @@ function renderTimeline(data) {
     const y = TOP + i * LANE;
     const g = svg("g", { class: "lane", "data-key": lane.key });
     g.append(svg("rect", { x: 0, y: y + 5, width: 4, height: LANE - 10, fill: lane.colour }));
-    g.append(svg("g", {}, svg("title", {}, lane.label || ""),
+    const named = lane.summary ? `${lane.label} — ${lane.summary}` : lane.label;
+    g.append(svg("g", {}, svg("title", {}, [lane.label, lane.summary, lane.details].filter(Boolean).join("\n")),
       svg("text", { class: "lane-label", x: 8, y: y + 15 }, truncate(lane.label || "", 28))));
+    let first = Infinity;
+    let last = -Infinity;
     for (const bar of lane.bars) {
       const stop = bar.end === null ? (data.now ?? end) : bar.end;
       const x0 = x(bar.start);
       const w = Math.max(MIN_BAR, x(stop) - x0);
+      first = Math.min(first, x0);
+      last = Math.max(last, x0 + w);
       const took = bar.end === null ? "still going" : fmtDuration((bar.end - bar.start) * 1000);
-      const title = svg("title", {}, `${lane.label}: ${bar.label} (${bar.status.replaceAll("_", " ")}, ` +
+      const title = svg("title", {}, `${named}: ${bar.label} (${bar.status.replaceAll("_", " ")}, ` +
         `${took})${bar.detail ? `\n${bar.detail}` : ""}`);
       g.append(bar.kind === "backoff"
         ? svg("line", { class: "backoff", x1: x0, x2: x0 + w, y1: y + 11, y2: y + 11, stroke: bar.colour,
@@ -521,12 +534,26 @@ function renderTimeline(data) {
     }
     for (const tick of lane.ticks) {
       const tx = x(tick.at);
-      const title = svg("title", {}, `${tick.kind}: ${tick.label} at ${offset(tick.at)}`);
+      const what = tick.summary ? `${tick.label} — ${tick.summary}` : tick.label;
+      const title = svg("title", {}, `${tick.kind}: ${what} at ${offset(tick.at)}`);
       g.append(tick.kind === "due"
         ? svg("line", { class: "due", x1: tx, x2: tx, y1: y + 2, y2: y + LANE - 2, stroke: "#495057",
           "stroke-width": 2 }, title)
         : svg("path", { class: `mark ${tick.kind}`, d: `M${tx - 5},${y + 5} L${tx + 5},${y + 5} L${tx},${y + 14} Z`,
           fill: TICK_FILL[tick.kind] || "#495057" }, title));
+    }
+    if (lane.summary && lane.bars.length) {
+      // The user's summary beside the bars (after them if there is room, else before).
+      const right = W - 10 - last - 6;
+      const left = first - LABEL - 6;
+      const after = right >= 48 || right >= left;
+      const room = after ? right : left;
+      if (room >= 48) {
+        const line = lane.summary.replace(/\s+/g, " ").trim();
+        g.append(svg("g", {}, svg("title", {}, named),
+          svg("text", { class: "lane-summary", x: after ? last + 5 : first - 5, y: y + 15,
+            "text-anchor": after ? "start" : "end" }, truncate(line, Math.max(2, Math.floor(room / 6.5))))));
+      }
     }
     children.push(g);
   });
@@ -562,7 +589,8 @@ function renderHistory() {
         el("td", { class: "num" }, e.eventId),
         timeCell(e.eventTime),
         el("td", { class: "mono" }, shortType(e.eventType)),
-        el("td", { class: "details" }, describeAttributes(attrsOf(e)))));
+        el("td", { class: "details" }, withUserSummary(detail.compact.event_summaries?.[e.eventId],
+          describeAttributes(attrsOf(e))))));
     box.replaceChildren(el("table", { class: "grid" },
       el("caption", {}, `All ${events.length} events`),
       el("thead", {}, el("tr", {},
@@ -582,7 +610,7 @@ function renderHistory() {
       el("td", { class: "num" }, r.attempts ? `×${r.attempts}` : ""),
       el("td", { class: "num" }, offset(r.start)),
       el("td", { class: "num" }, r.end === null ? "…" : r.end > r.start ? fmtDuration((r.end - r.start) * 1000) : ""),
-      el("td", { class: "details" }, r.summary),
+      el("td", { class: "details", title: r.user_details || null }, withUserSummary(r.user_summary, r.summary)),
       el("td", { class: "mono" }, r.event_ids.join(", "))));
   box.replaceChildren(el("table", { class: "grid" },
     el("caption", {}, `${steps.length} steps (from ${detail.compact.event_count} events)`),

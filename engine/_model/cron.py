@@ -8,6 +8,7 @@ Expressions are read by ``croniter``; ``@every`` (Temporal's, not standard cron)
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -67,6 +68,28 @@ def validate_cron(schedule: str) -> None:
             "hour day-of-month month day-of-week, e.g. '*/15 * * * *'), a descriptor such as "
             "'@hourly', or '@every 10m'"
         )
+
+
+def cron_backoff(schedule: str, scheduled: float, now: float) -> float:
+    """How long a cron run waits before its first workflow task, as Temporal's server
+    computes it: the schedule's first time after the previous run's scheduled time
+    (``scheduled``; ``now`` for the first run) that is not before ``now`` (times missed
+    while a run was still going are skipped), rounded up to whole seconds."""
+    if now < scheduled:
+        fire = scheduled
+    else:
+        spec, _ = _split_zone(schedule)
+        every = _every(spec)
+        if every is not None:
+            # Each step is "the whole second before, plus the interval": from the whole
+            # second of ``scheduled``, the first step that is not before ``now``.
+            base = float(int(scheduled))
+            fire = base + every * max(1, math.ceil(round((now - base) / every, 9)))
+        else:
+            # The first time of the schedule after ``scheduled`` that is not before
+            # ``now`` (one step, however many times a long run missed).
+            fire = next_fire(schedule, max(scheduled, now - 1e-6))
+    return float(math.ceil(round(fire - now, 9)))
 
 
 def next_fire(schedule: str, after: float) -> float:
