@@ -19,6 +19,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._ids import random_uuid
+from ._model.cron import validate_cron
 from ._model.decorators import handler_name
 from ._model.definitions import type_hints
 from ._service.update_ops import UpdateRef, UpdateState
@@ -176,6 +177,7 @@ class WithStartWorkflowOperation(Generic[T]):
         start_delay: timedelta | None = None,
         static_summary: str | None = None,
         static_details: str | None = None,
+        cron_schedule: str = "",
         **unsupported: Any,
     ) -> None:
         if unsupported:
@@ -206,6 +208,11 @@ class WithStartWorkflowOperation(Generic[T]):
             static_summary=static_summary,
             static_details=static_details,
         )
+        if cron_schedule:
+            validate_cron(cron_schedule)
+            if start_delay:
+                raise InvalidArgumentError("cron_schedule and start_delay cannot be combined")
+        self._cron_schedule = cron_schedule.strip() if cron_schedule else ""
         self._used = False
         self._handle: asyncio.Future[WorkflowHandle] | None = None
 
@@ -274,6 +281,7 @@ async def start_update_with_start(
         request, wf_result_type = client._start_request(
             op._workflow, op._arg, request_id=None, **op._options
         )
+        request.cron_schedule = op._cron_schedule or None
         started, ref = await client.service.update_with_start(
             request, name, payloads, id or random_uuid()
         )
@@ -317,7 +325,11 @@ def _update_request(
     if result_type is None and not isinstance(update, str):
         result_type = type_hints(update, skip_self=True)[1]
     payloads = client.data_converter.to_payloads(values)
-    check_payloads_size(payloads, what=f"input of update {name!r}")
+    check_payloads_size(
+        payloads,
+        what=f"input of update {name!r}",
+        warn_at=client.payload_limits.payloads_warn_size,
+    )
     return name, [p.to_json() for p in payloads], result_type
 
 

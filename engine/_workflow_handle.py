@@ -226,7 +226,11 @@ class WorkflowHandle:
         """Send a signal (asynchronous: no result)."""
         values = [arg] if arg is not _missing else list(args)
         payloads = self._client.data_converter.to_payloads(values)
-        check_payloads_size(payloads, what="signal input")
+        check_payloads_size(
+            payloads,
+            what="signal input",
+            warn_at=self._client.payload_limits.payloads_warn_size,
+        )
         sending = self._client.service.signal_workflow(
             self._client.namespace,
             self.id,

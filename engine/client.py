@@ -12,7 +12,7 @@ import contextlib
 import inspect
 import os
 import socket
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -34,7 +34,7 @@ from ._model.definitions import WorkflowDefinition
 from ._service.clock import Clock
 from ._service.host import ServiceHost
 from ._service.service import Service
-from ._service.types import StartWorkflowRequest
+from ._service.types import StartWorkflowRequest, StartWorkflowResult
 from ._store.dialects import parse_url
 from ._store.gateway import Store, release_store, shared_store
 from ._workflow_handle import WorkflowHandle
@@ -56,6 +56,7 @@ from .exceptions import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from .history import WorkflowHistoryEventFilterType
+from .service import PayloadLimitsConfig, within_rpc_timeout
 from .workflow import definition_name
 
 __all__ = [
@@ -108,6 +109,7 @@ class Client:
         identity: str | None = None,
         clock: Clock | None = None,
         default_workflow_query_reject_condition: QueryRejectCondition | None = None,
+        payload_limits: PayloadLimitsConfig = PayloadLimitsConfig(),
     ) -> None:
         self.store = store
         self.namespace = namespace
@@ -115,6 +117,8 @@ class Client:
         self.identity = identity or default_identity()
         #: The ``reject_condition`` of ``WorkflowHandle.query()`` calls that pass none.
         self.default_workflow_query_reject_condition = default_workflow_query_reject_condition
+        #: Warning thresholds for what this client and its workers send.
+        self.payload_limits = payload_limits
         self.service = Service(store, clock)
         self._host: ServiceHost | None = None
         self._host_users = 0
@@ -132,6 +136,7 @@ class Client:
         clock: Clock | None = None,
         default_workflow_query_reject_condition: QueryRejectCondition | None = None,
         rpc_metadata: Mapping[str, str | bytes] = {},
+        payload_limits: PayloadLimitsConfig = PayloadLimitsConfig(),
     ) -> Client:
         """Open (and migrate) the database at ``target_url``, or the embedded default.
 
@@ -140,7 +145,8 @@ class Client:
         commits on power loss. ``DURABLE_FSYNC=1`` sets it from the environment.
 
         ``default_workflow_query_reject_condition``: the ``reject_condition`` of queries
-        that pass none (as in ``temporalio``). ``rpc_metadata`` is accepted and ignored
+        that pass none (as in ``temporalio``). ``payload_limits``: when a payload sent by
+        this client or its workers is big enough to log a warning (512 KiB; a memo 2 KiB). ``rpc_metadata`` is accepted and ignored
         (gRPC headers: there is no server connection here). ``temporalio``'s connection
         options (``tls``, ``api_key``, ``keep_alive_config``, ...) have no counterpart.
         """
@@ -155,6 +161,7 @@ class Client:
             identity=identity,
             clock=clock,
             default_workflow_query_reject_condition=default_workflow_query_reject_condition,
+            payload_limits=payload_limits,
         )
 
     async def close(self) -> None:
@@ -256,6 +263,8 @@ class Client:
         cron_schedule: str = "",
         static_summary: str | None = None,
         static_details: str | None = None,
+        rpc_metadata: Mapping[str, str | bytes] = {},
+        rpc_timeout: timedelta | None = None,
     ) -> WorkflowHandle:
         """Start a run of ``workflow`` (a ``@workflow.run`` method, class, or type name).
 
@@ -280,6 +289,9 @@ class Client:
         ``static_summary`` (a line) and ``static_details`` (any text, Markdown in Temporal's
         UI) describe the run where it is shown: the widgets, the web UI,
         ``describe().static_summary()``; recorded as the start event's user metadata.
+
+        ``rpc_timeout`` bounds the start (``RPCError`` ``DEADLINE_EXCEEDED`` past it: the
+        run may still have started, as with a gRPC deadline); ``rpc_metadata`` is ignored.
         """
         request, result_type = self._start_request(
             workflow,
@@ -309,7 +321,11 @@ class Client:
             if not isinstance(start_signal, str) or not start_signal:
                 raise InvalidArgumentError("start_signal must be a signal name (a string)")
             signal_payloads = self.data_converter.to_payloads(list(start_signal_args))
-            check_payloads_size(signal_payloads, what=f"input of signal {start_signal!r}")
+            check_payloads_size(
+                signal_payloads,
+                what=f"input of signal {start_signal!r}",
+                warn_at=self.payload_limits.payloads_warn_size,
+            )
             request.start_signal = start_signal
             request.start_signal_input = [p.to_json() for p in signal_payloads]
         offer = (
@@ -320,14 +336,18 @@ class Client:
             and not cron_schedule
             else None
         )
+        starting: Awaitable[StartWorkflowResult]
         if offer is None:
-            result = await self.service.start_workflow(request, None)
+            starting = self.service.start_workflow(request, None)
         else:
             # The reservation is settled when the start commits (its task handed over, or
             # the slot given back), even if this coroutine is cancelled meanwhile.
             pending = asyncio.ensure_future(self.service.start_workflow(request, offer))
             pending.add_done_callback(lambda f: offer.settle(_started_task(f)))
-            result = await asyncio.shield(pending)
+            starting = asyncio.shield(pending)
+        result = await within_rpc_timeout(
+            starting, rpc_timeout, f"the start of workflow {id!r}", rpc_metadata
+        )
         handle = WorkflowHandle(
             self,
             id,
@@ -373,13 +393,16 @@ class Client:
         if arg is not _missing and args:
             raise InvalidArgumentError("pass either one positional arg or args=[...], not both")
         payloads = self.data_converter.to_payloads(values)
-        check_payloads_size(payloads, what=f"input of workflow {wf_type!r}")
+        limits = self.payload_limits
+        check_payloads_size(
+            payloads, what=f"input of workflow {wf_type!r}", warn_at=limits.payloads_warn_size
+        )
         # The memo has a limit of its own (Temporal's limit.memoSize.error, 2 MB for all of
         # it); a field over it alone is named.
         memo_fields = {k: self.data_converter.to_payload(v) for k, v in (memo or {}).items()}
         for key, value in memo_fields.items():
             check_payloads_size([value], what=f"memo field {key!r}")
-        check_payloads_size(list(memo_fields.values()), what="memo")
+        check_payloads_size(list(memo_fields.values()), what="memo", warn_at=limits.memo_warn_size)
         if retry_policy is not None:
             retry_policy.validate()
         conflict = id_conflict_policy

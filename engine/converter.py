@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import enum
 import json
+import logging
 import traceback
 import types
 import typing
@@ -186,15 +187,33 @@ def json_payload_size(payload: Mapping[str, object]) -> int:
     return size
 
 
+_size_log = logging.getLogger("engine.payloads")
+
+
+def warn_payload_size(what: str, size: int, warn_at: int) -> None:
+    """The warning for data over a ``PayloadLimitsConfig`` threshold (under the limit)."""
+    _size_log.warning(
+        "%s is %s bytes, over the warning threshold of %s bytes (payload_limits); the "
+        "limit is %s: consider storing large data elsewhere and passing its key",
+        what,
+        f"{size:,}",
+        f"{warn_at:,}",
+        _format_mb(MAX_PAYLOAD_BYTES),
+    )
+
+
 def check_payloads_size(
-    payloads: Sequence[Payload], *, what: str, limit: int = MAX_PAYLOAD_BYTES
+    payloads: Sequence[Payload], *, what: str, limit: int = MAX_PAYLOAD_BYTES, warn_at: int = 0
 ) -> None:
-    """Raise :class:`PayloadSizeError` if ``payloads`` together exceed ``limit`` bytes.
+    """Raise :class:`PayloadSizeError` if ``payloads`` together exceed ``limit`` bytes;
+    log a warning if they exceed ``warn_at`` (when not 0: ``payload_limits``' threshold).
 
     ``what`` names the data in the message, e.g. ``"workflow input"``.
     """
     size = sum(p.size for p in payloads)
     if size <= limit:
+        if warn_at and size > warn_at:
+            warn_payload_size(what, size, warn_at)
         return
     shown = _format_mb(size)
     if shown == _format_mb(limit):

@@ -9,12 +9,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TypeVar
 
 from .exceptions import RPCError, RPCStatusCode
 
-__all__ = ["RPCError", "RPCStatusCode"]
+__all__ = ["PayloadLimitsConfig", "RPCError", "RPCStatusCode"]
+
+
+@dataclass(frozen=True)
+class PayloadLimitsConfig:
+    """Warning thresholds for the size of what a client or worker sends, as
+    ``temporalio.service.PayloadLimitsConfig``: a payload field (an input, a result, ...)
+    over ``payloads_warn_size`` bytes, or a memo over ``memo_warn_size``, is logged
+    (logger ``engine.payloads``); 0 turns a warning off. The error limits (2 MB) apply
+    whatever these say."""
+
+    payloads_warn_size: int = 512 * 1024
+    memo_warn_size: int = 2 * 1024
+
 
 T = TypeVar("T")
 

@@ -17,7 +17,8 @@ import contextlib
 import inspect
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ from .activity import (
     _Signal,
 )
 from .client import Client
-from .common import Priority
+from .common import Priority, QueryRejectCondition
 from .converter import DataConverter
 from .exceptions import CancelledError
 
@@ -41,6 +42,15 @@ if TYPE_CHECKING:
     from .client import WorkflowHandle
 
 __all__ = ["ActivityEnvironment", "WorkflowEnvironment"]
+
+
+@dataclass(frozen=True)
+class _ClientOptions:
+    """The options an environment gives its client."""
+
+    namespace: str
+    identity: str | None
+    query_reject_condition: QueryRejectCondition | None
 
 
 class WorkflowEnvironment:
@@ -70,18 +80,30 @@ class WorkflowEnvironment:
     async def start_local(
         cls,
         *,
+        namespace: str = "default",
         data_converter: DataConverter | None = None,
+        identity: str | None = None,
+        default_workflow_query_reject_condition: QueryRejectCondition | None = None,
+        rpc_metadata: Mapping[str, str | bytes] = {},
         database_url: str | None = None,
     ) -> WorkflowEnvironment:
         """An environment in real time on a fresh temporary SQLite database (or on
-        ``database_url``). :meth:`sleep` waits in real time."""
-        return await _OwnDatabaseEnvironment._start(Clock(), data_converter, database_url)
+        ``database_url``). :meth:`sleep` waits in real time. ``namespace``, ``identity``
+        and ``default_workflow_query_reject_condition`` are its client's, as for
+        :meth:`Client.connect <engine.client.Client.connect>`; ``rpc_metadata`` is
+        ignored (no gRPC here)."""
+        del rpc_metadata
+        options = _ClientOptions(namespace, identity, default_workflow_query_reject_condition)
+        return await _OwnDatabaseEnvironment._start(Clock(), data_converter, database_url, options)
 
     @classmethod
     async def start_time_skipping(
         cls,
         *,
         data_converter: DataConverter | None = None,
+        identity: str | None = None,
+        default_workflow_query_reject_condition: QueryRejectCondition | None = None,
+        rpc_metadata: Mapping[str, str | bytes] = {},
         database_url: str | None = None,
     ) -> WorkflowEnvironment:
         """An environment whose clock skips, as Temporal's time-skipping test server's.
@@ -90,9 +112,14 @@ class WorkflowEnvironment:
         lets time jump to the next timer whenever no workflow or activity task is ready or
         running; :meth:`sleep` moves time forward by its duration, timer by timer. Time
         is global to the environment, not to one workflow. On a fresh temporary SQLite
-        database, or on ``database_url``.
+        database, or on ``database_url``. The client options are as for
+        :meth:`start_local`.
         """
-        return await _TimeSkippingEnvironment._start(SkippingClock(), data_converter, database_url)
+        del rpc_metadata
+        options = _ClientOptions("default", identity, default_workflow_query_reject_condition)
+        return await _TimeSkippingEnvironment._start(
+            SkippingClock(), data_converter, database_url, options
+        )
 
     def __init__(self, client: Client) -> None:
         """An environment on ``client``; most callers use a factory method instead."""
@@ -160,7 +187,11 @@ class _OwnDatabaseEnvironment(WorkflowEnvironment):
 
     @classmethod
     async def _start(
-        cls, clock: Clock, data_converter: DataConverter | None, database_url: str | None
+        cls,
+        clock: Clock,
+        data_converter: DataConverter | None,
+        database_url: str | None,
+        options: _ClientOptions,
     ) -> WorkflowEnvironment:
         tmpdir = None
         if database_url is None:
@@ -173,7 +204,14 @@ class _OwnDatabaseEnvironment(WorkflowEnvironment):
                 shutil.rmtree(tmpdir, ignore_errors=True)
             raise
         store._users = 1
-        client = Client(store, data_converter=data_converter, clock=clock)
+        client = Client(
+            store,
+            namespace=options.namespace,
+            data_converter=data_converter,
+            identity=options.identity,
+            clock=clock,
+            default_workflow_query_reject_condition=options.query_reject_condition,
+        )
         client._acquire_host()
         return cls(client, tmpdir)
 

@@ -12,6 +12,7 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
+    Awaitable,
     Callable,
     Iterable,
     Sequence,
@@ -140,7 +141,9 @@ class Worker:
 
     ``temporalio``'s options are taken with its names and defaults where they mean something
     here (``max_concurrent_*``, ``identity``, ``graceful_shutdown_timeout``, ``debug_mode``,
-    ``activity_executor``, ``disable_eager_activity_execution``,
+    ``activity_executor``, ``disable_eager_activity_execution``, ``no_remote_activities``
+    (its activities run only as its workflows' local activities), ``on_fatal_error``
+    (awaited with the error when a poll loop dies, before the worker shuts down),
     ``workflow_failure_exception_types``: exceptions that fail a run instead of its
     workflow task, added to each workflow's own); ``workflow_runner`` and
     ``unsandboxed_workflow_runner`` accept :class:`UnsandboxedWorkflowRunner` or
@@ -172,6 +175,8 @@ class Worker:
         max_concurrent_local_activities: int = 100,
         disable_eager_activity_execution: bool = False,
         workflow_failure_exception_types: Sequence[type[BaseException]] = (),
+        no_remote_activities: bool = False,
+        on_fatal_error: Callable[[BaseException], Awaitable[None]] | None = None,
     ) -> None:
         if not isinstance(task_queue, str) or not task_queue:
             raise InvalidArgumentError("task_queue must be a non-empty string")
@@ -237,7 +242,7 @@ class Worker:
                 deadlock_timeout=3600.0 if debug_mode else deadlock_timeout.total_seconds(),
                 poll_interval=poll,
                 metrics=self.metrics,
-                eager_activities=not disable_eager_activity_execution,
+                eager_activities=not (disable_eager_activity_execution or no_remote_activities),
                 local_activities=self._activity_defs,
                 client=client,
                 failure_exception_types=_exception_types(
@@ -251,6 +256,13 @@ class Worker:
             "poll_interval": poll,
             "executor": activity_executor,
         }
+        #: Worker(no_remote_activities=True): its activities run only as local activities
+        #: of its workflows; it never polls the task queue's activity tasks.
+        self._no_remote_activities = bool(no_remote_activities)
+        #: Awaited with the error when a poll loop dies (before the worker shuts down).
+        self._on_fatal_error = on_fatal_error
+        self._fatal: BaseException | None = None
+        self._fatal_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
 
@@ -312,11 +324,11 @@ class Worker:
         if self._run_service:
             self.client._acquire_host()
         if self._workflows is not None:
-            self._tasks.append(loop.create_task(self._workflows.run(), name="durable-wft-poll"))
+            self._poll_loop(loop.create_task(self._workflows.run(), name="durable-wft-poll"))
             # Runs whose tasks kept failing may be fixed by this worker's code: retry now.
             for name in self._workflow_defs:
                 self._expedite(name)
-        if self._activity_defs:
+        if self._activity_defs and not self._no_remote_activities:
             self._activities = ActivityRunner(
                 self.client.service,
                 namespace=self.client.namespace,
@@ -328,23 +340,54 @@ class Worker:
                 client=self.client,
                 **self._activity_args,  # type: ignore[arg-type]
             )
-            self._tasks.append(
-                loop.create_task(self._activities.run(), name="durable-activity-poll")
-            )
+            self._poll_loop(loop.create_task(self._activities.run(), name="durable-activity-poll"))
+
+    def _poll_loop(self, task: asyncio.Task[None]) -> None:
+        """Keep a poll loop; one that dies (not cancelled) is the worker's fatal error."""
+        self._tasks.append(task)
+
+        def ended(done: asyncio.Task[None]) -> None:
+            err = None if done.cancelled() else done.exception()
+            if err is not None:
+                self._fatal_error(err)
+
+        task.add_done_callback(ended)
 
     async def run(self) -> None:
-        """Poll until cancelled or :meth:`shutdown`."""
+        """Poll until cancelled or :meth:`shutdown`. A poll loop that dies is the
+        worker's fatal error: ``on_fatal_error`` is awaited with it, the worker shuts
+        down, and this raises it."""
         self.start()
         try:
             await asyncio.gather(*self._tasks)
+        except Exception as err:
+            await self._fatal_error(err)
+            raise
         finally:
             await self.shutdown()
+
+    def _fatal_error(self, err: BaseException) -> asyncio.Task[None]:
+        """Report the worker's fatal error once (``on_fatal_error``); the task doing it."""
+        if self._fatal_task is None:
+            self._fatal = err
+            log.error("the worker of task queue %r failed: %r", self.task_queue, err)
+            self._fatal_task = asyncio.ensure_future(self._call_fatal_handler(err))
+        return self._fatal_task
+
+    async def _call_fatal_handler(self, err: BaseException) -> None:
+        if self._on_fatal_error is not None:
+            try:
+                await self._on_fatal_error(err)
+            except Exception:  # as temporalio: logged, and the shutdown goes on
+                log.warning("the worker's on_fatal_error handler failed", exc_info=True)
 
     async def shutdown(self) -> None:
         """Stop polling, finish or cancel work in flight, and release the timer loop."""
         if not self._running:
             return
         self._running = False
+        if self._fatal_task is not None:  # the handler runs before the shutdown
+            await self._fatal_task
         # Let the poll loops end by themselves: a poll already in flight has claimed
         # tasks in the database, and cancelling it would strand them until they time out.
         if self._workflows is not None:
@@ -360,7 +403,9 @@ class Worker:
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
+            # A loop that died is the fatal error, reported already (run() and
+            # __aexit__ raise it once the worker is down).
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
         if self._run_service:
@@ -377,6 +422,8 @@ class Worker:
         tb: TracebackType | None,
     ) -> None:
         await self.shutdown()
+        if exc is None and self._fatal is not None:
+            raise self._fatal
 
 
 @dataclass
@@ -403,9 +450,9 @@ class Replayer:
     may come from this engine or from a Temporal cluster (``WorkflowHistory.from_json``).
 
     ``workflow_runner``, ``unsandboxed_workflow_runner`` and ``interceptors`` are taken as
-    :class:`Worker` takes them. ``namespace`` and ``identity`` are kept (as
-    :attr:`namespace`, :attr:`identity`) for code that passes them; replayed workflow code
-    sees ``workflow.info().namespace == "default"`` whatever ``namespace`` says.
+    :class:`Worker` takes them. ``namespace`` is what replayed code sees as
+    ``workflow.info().namespace`` (``"ReplayNamespace"`` by default, as in ``temporalio``);
+    ``identity`` is kept (as :attr:`identity`) for code that passes it.
     ``debug_mode`` is accepted: replay has no deadlock limit to lift. An option this
     engine does not know is a ``TypeError`` naming it.
     """
@@ -458,6 +505,7 @@ class Replayer:
                 self._converter,
                 workflow_id=history.workflow_id,
                 failure_types=self._failure_types,
+                namespace=self.namespace,
             )
         except InvalidArgumentError as err:  # not a history of a workflow we were given
             if raise_on_replay_failure:

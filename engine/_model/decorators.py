@@ -144,6 +144,7 @@ def _handler_decorator(kind: str) -> Callable[..., Any]:
         name: str | None = None,
         dynamic: bool = False,
         unfinished_policy: HandlerUnfinishedPolicy = HandlerUnfinishedPolicy.WARN_AND_ABANDON,
+        description: str | None = None,
         **_ignored: Any,
     ) -> Any:
         def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -158,6 +159,7 @@ def _handler_decorator(kind: str) -> Callable[..., Any]:
                 arg_types=arg_types,
                 unfinished_policy=HandlerUnfinishedPolicy(unfinished_policy),
                 dynamic_vararg=vararg,
+                description=description,
             )
             setattr(f, _HANDLER, handler)
             if kind == "update":

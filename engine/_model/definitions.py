@@ -66,6 +66,9 @@ class HandlerDefinition:
     #: A dynamic signal or query handler of the older form ``(self, name, *args)``: called
     #: with the decoded arguments spread out, not with a sequence of raw values.
     dynamic_vararg: bool = False
+    #: ``@workflow.signal(description=...)``: shown by ``__temporal_workflow_metadata``
+    #: (and so by Temporal's UI).
+    description: str | None = None
 
 
 @dataclass

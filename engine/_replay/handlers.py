@@ -311,8 +311,17 @@ class MessageHandlers:
         """``__temporal_workflow_metadata``: Temporal's ``WorkflowMetadata`` as JSON."""
 
         def named(handlers: dict[str | None, Any], builtin: tuple[str, ...] = ()) -> list[JsonDict]:
-            names = sorted(n for n in handlers if n) + list(builtin)
-            return [{"name": n} for n in names]
+            # As temporalio lists them: every handler, the built-in queries and a dynamic
+            # handler (name "") among them, sorted by name; a description when it has one.
+            found = {name or "": getattr(h, "description", None) for name, h in handlers.items()}
+            found.update({name: None for name in builtin if name not in found})
+            out: list[JsonDict] = []
+            for name in sorted(found):
+                item: JsonDict = {"name": name}
+                if found[name]:
+                    item["description"] = found[name]
+                out.append(item)
+            return out
 
         definition: JsonDict = {
             "type": self.defn.name if self._info is None else self._info.workflow_type,

@@ -63,9 +63,11 @@ def new_driver(
     *,
     workflow_id: str,
     failure_types: tuple[type[BaseException], ...] = (),
+    namespace: str = "default",
 ) -> HistoryDriver:
     """A driver over a fresh instance of the history's workflow type (``failure_types``:
-    the worker-level ``workflow_failure_exception_types``)."""
+    the worker-level ``workflow_failure_exception_types``; ``namespace``: what
+    ``workflow.info().namespace`` says)."""
     check_history(events, workflow_id=workflow_id)
     attrs = events[0].attributes
     wf_type = _workflow_type(events[0])
@@ -81,7 +83,7 @@ def new_driver(
     )
     instance = WorkflowInstance(  # type: ignore[abstract]
         defn,
-        namespace="default",
+        namespace=namespace,
         workflow_id=workflow_id or str(attrs.get("workflowId", "")),
         run_id=run_id,
         task_queue=str(attrs.get("taskQueue", {}).get("name", "")),
@@ -98,10 +100,16 @@ def replay_events(
     *,
     workflow_id: str,
     failure_types: tuple[type[BaseException], ...] = (),
+    namespace: str = "default",
 ) -> ReplayOutcome:
     """Replay a whole history; the outcome's ``failure`` says what went wrong, if anything."""
     driver = new_driver(
-        events, definitions, converter, workflow_id=workflow_id, failure_types=failure_types
+        events,
+        definitions,
+        converter,
+        workflow_id=workflow_id,
+        failure_types=failure_types,
+        namespace=namespace,
     )
     failure: Exception | None = None
     try:

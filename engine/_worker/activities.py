@@ -32,6 +32,7 @@ from ..converter import (
     Payload,
     check_payloads_size,
     json_payload_size,
+    warn_payload_size,
 )
 from ..exceptions import (
     ActivityNotFoundError,
@@ -224,6 +225,8 @@ class ActivityRunner(Poller[ActivityTask]):
         self._jobs: set[asyncio.Task[None]] = set()
         #: ``activity.client()`` in async activities (the worker's client).
         self.client = client
+        limits = getattr(client, "payload_limits", None)
+        self._payloads_warn_size = limits.payloads_warn_size if limits is not None else 0
         self._shutdown = activity_api._Signal(None)
 
     def _register(self, handoffs: Handoffs) -> None:
@@ -409,11 +412,15 @@ class ActivityRunner(Poller[ActivityTask]):
         self.metrics.activities_completed += 1
         try:
             payloads = self.converter.to_payloads_json([result])
-            if sum(json_payload_size(p) for p in payloads) > MAX_PAYLOAD_BYTES:
+            size = sum(json_payload_size(p) for p in payloads)
+            if size > MAX_PAYLOAD_BYTES:
                 check_payloads_size(
                     [Payload.from_json(p) for p in payloads],
                     what=f"the result of activity {task.activity_type}",
                 )
+            warn_at = self._payloads_warn_size
+            if warn_at and size > warn_at:
+                warn_payload_size(f"the result of activity {task.activity_type}", size, warn_at)
         except PayloadSizeError as err:
             # As Temporal's worker does (sdk-core checks the completion against the
             # namespace's limit): the attempt fails instead, retried per its policy.

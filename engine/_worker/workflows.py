@@ -40,8 +40,10 @@ from ..converter import (
     Payload,
     check_payloads_size,
     json_payload_size,
+    warn_payload_size,
 )
 from ..exceptions import ApplicationError, NondeterminismError, PayloadSizeError, StoreError
+from ..service import PayloadLimitsConfig
 from .activation import ActivationThread, DeadlockDetected
 from .local import run_local_activity
 from .metrics import WorkerMetrics
@@ -111,6 +113,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         #: The worker's activities, which its workflows may run as local activities.
         self.local_activities: Mapping[str, ActivityDefinition] = local_activities or {}
         self.client = client
+        self._payload_limits: PayloadLimitsConfig | None = getattr(client, "payload_limits", None)
         #: Worker(workflow_failure_exception_types=...): added to each definition's.
         self.failure_exception_types = tuple(failure_exception_types)
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="durable-query")
@@ -316,7 +319,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             )
             return
         try:
-            _check_command_sizes(commands)
+            _check_command_sizes(commands, self._payload_limits)
         except PayloadSizeError as err:
             # Refused before anything is recorded: the task fails, the run stays open and
             # the task is retried (see _check_command_sizes for what Temporal does).
@@ -449,7 +452,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
     ) -> WorkflowTask:
         """Complete ``task`` with ``commands`` and take the next task of the run at once
         (``entry`` holds the run's instance, even if the cache has let it go meanwhile)."""
-        _check_command_sizes(commands)
+        _check_command_sizes(commands, self._payload_limits)
         instance = entry.driver.instance
         completion = await self.service.complete_workflow_task(
             task,
@@ -603,9 +606,12 @@ def _heartbeat_time(task: WorkflowTask, received: float) -> float:
     return received + 0.8 * timeout
 
 
-def _check_command_sizes(commands: list[cmd.Command]) -> None:
+def _check_command_sizes(
+    commands: list[cmd.Command], limits: PayloadLimitsConfig | None = None
+) -> None:
     """Refuse commands whose payloads are over the limits: 2 MB per payload field of a
-    command (its input, result, failure details, ...), 4 MB for the whole task.
+    command (its input, result, failure details, ...), 4 MB for the whole task; log a
+    warning for a field over ``limits``' threshold (a memo field: its memo threshold).
 
     Sizes are read off the base64 lengths (exact for the canonical base64 our converter
     writes); payloads are decoded, and messages built, only when a limit is passed."""
@@ -619,6 +625,12 @@ def _check_command_sizes(commands: list[cmd.Command]) -> None:
                 check_payloads_size(
                     [Payload.from_json(p) for p in payloads], what=_name_of(command, part)
                 )
+            elif limits is not None:
+                warn_at = (
+                    limits.memo_warn_size if part.startswith("memo:") else limits.payloads_warn_size
+                )
+                if warn_at and size > warn_at:
+                    warn_payload_size(_name_of(command, part), size, warn_at)
             total += size
     if total > MAX_TRANSACTION_BYTES:
         carried = [Payload.from_json(p) for c in commands for _, ps in _payloads_of(c) for p in ps]

@@ -2,7 +2,8 @@
 ``tests/interop/test_api_signatures.py``), on both backends: ``rpc_timeout`` (an
 ``RPCError`` ``DEADLINE_EXCEEDED`` when the call does not finish in time), ``rpc_metadata``
 (accepted), ``event_filter_type``, ``first_execution_run_id`` and the client's
-``default_workflow_query_reject_condition``.
+``default_workflow_query_reject_condition``, the test environments' client options, and
+update-with-start of a cron workflow.
 """
 
 from __future__ import annotations
@@ -13,9 +14,13 @@ from datetime import timedelta
 import pytest
 
 from engine import Client, Worker, workflow
-from engine.client import WorkflowHistoryEventFilterType
-from engine.common import QueryRejectCondition, WorkflowExecutionStatus
-from engine.exceptions import WorkflowNotFoundError, WorkflowQueryRejectedError
+from engine.client import WithStartWorkflowOperation, WorkflowHistoryEventFilterType
+from engine.common import QueryRejectCondition, WorkflowExecutionStatus, WorkflowIDConflictPolicy
+from engine.exceptions import (
+    InvalidArgumentError,
+    WorkflowNotFoundError,
+    WorkflowQueryRejectedError,
+)
 from engine.service import RPCError, RPCStatusCode
 
 _SHORT = timedelta(milliseconds=200)
@@ -206,3 +211,79 @@ async def test_default_query_reject_condition(db_url: str, task_queue: str) -> N
             none = QueryRejectCondition.NONE
             assert await strict_handle.query(Waiter.released, reject_condition=none) is True
             assert await handle.query(Waiter.released) is True
+
+
+async def test_a_start_is_bounded_by_its_rpc_timeout(client: Client, task_queue: str) -> None:
+    with pytest.raises(RPCError) as err:
+        await client.start_workflow(
+            Waiter.run, "x", id="bounded", task_queue=task_queue, rpc_timeout=timedelta(0)
+        )
+    _deadline(err)
+    handle = await client.start_workflow(
+        Waiter.run,
+        "y",
+        id="unbounded",
+        task_queue=task_queue,
+        rpc_timeout=timedelta(seconds=30),
+        rpc_metadata=_META,
+    )
+    assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+    await handle.terminate()
+
+
+async def test_an_environment_s_client_options(db_url: str) -> None:
+    from engine.testing import WorkflowEnvironment
+
+    env = await WorkflowEnvironment.start_local(
+        database_url=db_url,
+        namespace="elsewhere",
+        identity="tester@here",
+        default_workflow_query_reject_condition=QueryRejectCondition.NOT_OPEN,
+        rpc_metadata=_META,
+    )
+    try:
+        client = env.client
+        assert (client.namespace, client.identity) == ("elsewhere", "tester@here")
+        assert client.default_workflow_query_reject_condition == QueryRejectCondition.NOT_OPEN
+        async with Worker(client, task_queue="env-q", workflows=[Waiter]):
+            handle = await client.start_workflow(Waiter.run, "e", id="env", task_queue="env-q")
+            await handle.signal(Waiter.release)
+            assert await handle.result() == "e"
+        assert (await handle.describe()).namespace == "elsewhere"
+        started = (await handle.fetch_history()).events[0].attributes
+        assert started["identity"] == "tester@here"
+    finally:
+        await env.shutdown()
+    skipping = await WorkflowEnvironment.start_time_skipping(identity="skipper")
+    try:
+        assert skipping.client.identity == "skipper"
+    finally:
+        await skipping.shutdown()
+
+
+async def test_update_with_start_of_a_cron_workflow(client: Client, task_queue: str) -> None:
+    start = WithStartWorkflowOperation(
+        Waiter.run,
+        "c",
+        id="cron-with-start",
+        task_queue=task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+        cron_schedule="@every 1h",
+    )
+    waiting = asyncio.ensure_future(
+        client.execute_update_with_start_workflow("anything", start_workflow_operation=start)
+    )
+    handle = await start.workflow_handle()
+    started = (await handle.fetch_history()).events[0].attributes
+    assert started["cronSchedule"] == "@every 1h"
+    assert started["firstWorkflowTaskBackoff"] != "0s"  # waits for the schedule's time
+    waiting.cancel()
+    await handle.terminate()
+    with pytest.raises(InvalidArgumentError, match="cron_schedule"):
+        WithStartWorkflowOperation(
+            Waiter.run,
+            id="bad",
+            task_queue=task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            cron_schedule="whenever",
+        )

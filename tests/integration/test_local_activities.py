@@ -334,3 +334,42 @@ async def test_a_failure_after_a_heartbeat_fails_the_task_the_run_is_on(
     assert "WorkflowTaskFailed" in types and "WorkflowTaskTimedOut" not in types, types
     # The failed task is the one the heartbeat started: one completion came before it.
     assert types.index("WorkflowTaskCompleted") < types.index("WorkflowTaskFailed")
+
+
+@workflow.defn
+class LocalThenRegular:
+    @workflow.run
+    async def run(self, text: str) -> list[str]:
+        local = await workflow.execute_local_activity(
+            shout, text, start_to_close_timeout=timedelta(seconds=10)
+        )
+        regular = await workflow.execute_activity(
+            shout, text, start_to_close_timeout=timedelta(seconds=10)
+        )
+        return [local, regular]
+
+
+async def test_a_worker_without_remote_activities_runs_only_local_ones(
+    client: Client, task_queue: str
+) -> None:
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[LocalThenRegular],
+        activities=[shout],
+        no_remote_activities=True,
+    ):
+        handle = await client.start_workflow(
+            LocalThenRegular.run, "hi", id=f"lr-{uuid.uuid4().hex}", task_queue=task_queue
+        )
+        for _ in range(200):
+            pending = (await handle.describe()).pending_activities
+            if pending:
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.5)  # time enough for a poller, had there been one
+        (waiting,) = (await handle.describe()).pending_activities
+        assert waiting["state"] == "SCHEDULED"  # the local one ran, the regular one waits
+        async with Worker(client, task_queue=task_queue, activities=[shout]):
+            result = await asyncio.wait_for(handle.result(), 20)
+    assert result == ["HI", "HI"]

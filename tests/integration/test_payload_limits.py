@@ -576,3 +576,46 @@ async def test_heartbeat_details_over_2mb_fail_the_activity_for_good(
     ]
     assert len(failed) == 1  # not retried
     assert failed[0].attributes["failure"]["serverFailureInfo"] == {"nonRetryable": True}
+
+
+@workflow.defn
+class EchoBig:
+    @workflow.run
+    async def run(self, text: str) -> str:
+        return await workflow.execute_activity(
+            echo_big, text, start_to_close_timeout=timedelta(seconds=30)
+        )
+
+
+@activity.defn
+async def echo_big(text: str) -> str:
+    return text + text
+
+
+async def test_payload_limits_warn_below_the_limit(
+    db_url: str, task_queue: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from engine.service import PayloadLimitsConfig
+
+    limits = PayloadLimitsConfig(payloads_warn_size=10_000, memo_warn_size=100)
+    client = await Client.connect(db_url, payload_limits=limits)
+    try:
+        with caplog.at_level("WARNING", logger="engine.payloads"):
+            async with Worker(
+                client, task_queue=task_queue, workflows=[EchoBig], activities=[echo_big]
+            ):
+                result = await client.execute_workflow(
+                    EchoBig.run,
+                    "x" * 8_000,  # under the threshold; the activity's result is not
+                    id=f"warn-{uuid.uuid4().hex}",
+                    task_queue=task_queue,
+                    memo={"note": "y" * 200},
+                )
+        assert len(result) == 16_000
+        said = [r.getMessage() for r in caplog.records if r.name == "engine.payloads"]
+        assert any(m.startswith("memo is ") for m in said), said
+        assert any(m.startswith("the result of activity echo_big is 16,") for m in said), said
+        assert any("workflow result" in m for m in said), said
+        assert not any("input of workflow" in m for m in said), said
+    finally:
+        await client.close()

@@ -173,7 +173,7 @@ class Stuck:
     async def _remind(self) -> None:
         await workflow.sleep(3600)  # REMINDER-HERE
 
-    @workflow.signal
+    @workflow.signal(description="A manager says yes")
     def approve(self) -> None:
         self.approved = True
 
@@ -200,10 +200,14 @@ async def test_built_in_queries_say_where_the_run_waits(client: Client, task_que
     assert reminder.startswith("task reminder waits at") and "# REMINDER-HERE" in reminder
     assert "engine/" not in trace.replace(here, "")  # the engine's own frames are left out
     assert metadata["definition"]["type"] == "Stuck"
-    assert [q["name"] for q in metadata["definition"]["queryDefinitions"]] == [
-        "status",
-        "__stack_trace",
-        "__temporal_workflow_metadata",
+    # As temporalio lists them: sorted by name, the built-in ones among the others, a
+    # description where the handler has one.
+    assert metadata["definition"]["queryDefinitions"] == [
+        {"name": "__stack_trace"},
+        {"name": "__temporal_workflow_metadata"},
+        {"name": "status"},
     ]
-    assert [s["name"] for s in metadata["definition"]["signalDefinitions"]] == ["approve"]
+    assert metadata["definition"]["signalDefinitions"] == [
+        {"name": "approve", "description": "A manager says yes"}
+    ]
     assert metadata["currentDetails"] == "waiting for a manager"

@@ -485,3 +485,43 @@ async def test_a_started_task_that_is_never_completed_times_out(
     assert "WorkflowTaskTimedOut" in types
     async with Worker(client, task_queue=task_queue, workflows=[Steps], activities=[echo]):
         assert len(await asyncio.wait_for(handle.result(), 30)) == 1
+
+
+async def test_a_dead_poll_loop_is_the_worker_s_fatal_error(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine._worker.workflows import WorkflowRunner
+
+    async def dies(self: WorkflowRunner) -> None:
+        raise RuntimeError("the poll loop broke")
+
+    monkeypatch.setattr(WorkflowRunner, "run", dies)
+    seen: list[BaseException] = []
+
+    async def on_fatal_error(err: BaseException) -> None:
+        seen.append(err)
+
+    @workflow.defn(name="NeverPolled")
+    class NeverPolled:
+        @workflow.run
+        async def run(self) -> None:
+            return None
+
+    worker = Worker(
+        client, task_queue=task_queue, workflows=[NeverPolled], on_fatal_error=on_fatal_error
+    )
+    with pytest.raises(RuntimeError, match="the poll loop broke"):
+        await asyncio.wait_for(worker.run(), 10)
+    assert [str(e) for e in seen] == ["the poll loop broke"]
+    assert not worker.is_running
+    # In a context manager: the handler runs, and leaving the block raises the error.
+    seen.clear()
+    with pytest.raises(RuntimeError, match="the poll loop broke"):
+        async with Worker(
+            client, task_queue=task_queue, workflows=[NeverPolled], on_fatal_error=on_fatal_error
+        ):
+            for _ in range(100):
+                if seen:
+                    break
+                await asyncio.sleep(0.01)
+    assert [str(e) for e in seen] == ["the poll loop broke"]

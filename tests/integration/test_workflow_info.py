@@ -12,6 +12,7 @@ import pytest
 
 from engine import ApplicationError, Client, RetryPolicy, Worker, workflow
 from engine.common import Priority
+from engine.testing import WorkflowEnvironment
 
 
 @dataclasses.dataclass
@@ -165,3 +166,32 @@ def test_outside_a_workflow_the_utilities_say_so() -> None:
         workflow.random_seed()
     with pytest.raises(RuntimeError):
         workflow.memo()
+
+
+@workflow.defn
+class NamespaceAware:
+    @workflow.run
+    async def run(self) -> str:
+        if workflow.info().namespace == "default":
+            await workflow.sleep(1)  # only where it first ran
+        return workflow.info().namespace
+
+
+async def test_the_replayer_s_namespace_is_what_replayed_code_sees(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
+    from engine.worker import Replayer
+
+    async with Worker(env.client, task_queue=task_queue, workflows=[NamespaceAware]):
+        handle = await env.client.start_workflow(
+            NamespaceAware.run, id="ns-aware", task_queue=task_queue
+        )
+        assert await handle.result() == "default"
+    history = await handle.fetch_history()
+    same = await Replayer(workflows=[NamespaceAware], namespace="default").replay_workflow(history)
+    assert same.replay_failure is None
+    # temporalio's default, "ReplayNamespace": the code takes the other path.
+    other = await Replayer(workflows=[NamespaceAware]).replay_workflow(
+        history, raise_on_replay_failure=False
+    )
+    assert other.replay_failure is not None

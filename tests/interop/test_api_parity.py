@@ -139,7 +139,7 @@ HERE: dict[tuple[str, str], set[str]] = {
         "WorkflowUpdateRPCTimeoutOrCancelledError",
         "WorkflowUpdateStage",
     },
-    ("temporalio.service", "engine.service"): {"RPCError", "RPCStatusCode"},
+    ("temporalio.service", "engine.service"): {"PayloadLimitsConfig", "RPCError", "RPCStatusCode"},
     ("temporalio.common", "engine.common"): {
         "Priority",
         "QueryRejectCondition",

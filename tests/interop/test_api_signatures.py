@@ -101,32 +101,7 @@ _ENVIRONMENTS = [
 ]
 
 #: In temporalio, not built here yet: reason -> ``module.Name.param`` keys.
-TO_BUILD_PARAMETERS: dict[str, set[str]] = {
-    "start_workflow's rpc_* (being reworked in engine/client.py by the start work)": _each(
-        _START, ["rpc_metadata", "rpc_timeout"]
-    ),
-    "update-with-start of a cron workflow (WithStartWorkflowOperation) not built": {
-        "engine.client.WithStartWorkflowOperation.cron_schedule"
-    },
-    "the test environment's client options (engine/testing.py) not built": _each(
-        _ENVIRONMENTS,
-        ["namespace", "identity", "default_workflow_query_reject_condition", "rpc_metadata"],
-    )
-    - {"engine.testing.WorkflowEnvironment.start_time_skipping.namespace"},
-    "handler descriptions (shown by Temporal's UI): swallowed by **_ignored, undocumented": _each(
-        ["engine.workflow.query", "engine.workflow.signal", "engine.workflow.update"],
-        ["description"],
-    ),
-    "payload size warning thresholds (PayloadLimitsConfig) not built; error limits are": {
-        "engine.client.Client.connect.payload_limits"
-    },
-    "a worker of workflows and local activities only (no_remote_activities) not built": {
-        "engine.worker.Worker.no_remote_activities"
-    },
-    "a callback on a worker's fatal error (on_fatal_error) not built": {
-        "engine.worker.Worker.on_fatal_error"
-    },
-}
+TO_BUILD_PARAMETERS: dict[str, set[str]] = {}
 
 #: In temporalio, left out here on purpose: reason -> ``module.Name.param`` keys.
 DELIBERATELY_ABSENT_PARAMETERS: dict[str, set[str]] = {
