@@ -22,6 +22,7 @@ from ._ids import random_uuid
 from ._model.cron import validate_cron
 from ._model.decorators import handler_name
 from ._model.definitions import type_hints
+from ._model.limits import check_id
 from ._service.update_ops import UpdateRef, UpdateState
 from .common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from .converter import check_payloads_size
@@ -241,7 +242,7 @@ async def start_update(
     """``WorkflowHandle.start_update``: send the update, wait for ``wait_for_stage``."""
     client = handle.client
     stage = _check_stage(wait_for_stage)
-    name, payloads, result_type = _update_request(client, update, arg, args, result_type)
+    name, payloads, result_type = _update_request(client, update, arg, args, result_type, id)
     ref = await client.service.request_update(
         client.namespace,
         handle.id,
@@ -277,7 +278,7 @@ async def start_update_with_start(
     op._used = True
     future = op._future()
     try:
-        name, payloads, result_type = _update_request(client, update, arg, args, result_type)
+        name, payloads, result_type = _update_request(client, update, arg, args, result_type, id)
         request, wf_result_type = client._start_request(
             op._workflow, op._arg, request_id=None, **op._options
         )
@@ -317,8 +318,11 @@ def _update_request(
     arg: Any,
     args: Sequence[Any],
     result_type: type | None,
+    update_id: str | None = None,
 ) -> tuple[str, list[JsonDict], type | None]:
     name = handler_name(update, "update")
+    if update_id is not None:
+        check_id(update_id, "id (the update id)")
     if arg is not _missing and args:
         raise InvalidArgumentError("pass either one positional arg or args=[...], not both")
     values = [arg] if arg is not _missing else list(args)

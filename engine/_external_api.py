@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._model.decorators import handler_name
+from ._model.limits import check_id
 
 
 def _runtime() -> Any:
@@ -64,6 +65,9 @@ def get_external_workflow_handle(
 ) -> ExternalWorkflowHandle:
     """A handle to signal or cancel another run from workflow code."""
     _runtime()  # only inside a workflow
+    check_id(workflow_id, "workflow_id")
+    if run_id is not None:
+        check_id(run_id, "run_id")
     return ExternalWorkflowHandle(workflow_id, run_id)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from ._model.limits import check_enum, check_id
 from .common import ActivityCancellationType, RetryPolicy
 from .exceptions import InvalidArgumentError
 
@@ -69,6 +70,11 @@ def start_local_activity(
         )
     if retry_policy is not None:
         retry_policy.validate()
+    if activity_id is not None:
+        check_id(activity_id, "activity_id")
+    if isinstance(activity, str):
+        check_id(activity, "the activity type name")
+    cancellation_type = check_enum(cancellation_type, ActivityCancellationType, "cancellation_type")
     del schedule_to_start_timeout
     if summary is not None and not isinstance(summary, str):
         raise InvalidArgumentError(f"summary must be a string, not {type(summary).__name__}")

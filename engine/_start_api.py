@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ._model.limits import check_enum, check_id
 from .common import (
     ActivityCancellationType,
     ChildWorkflowCancellationType,
@@ -50,6 +51,14 @@ def _merge_args(arg: Any, args: Sequence[Any]) -> list[Any]:
             raise InvalidArgumentError("pass either one positional arg or args=[...], not both")
         return [arg]
     return list(args)
+
+
+def _check_ids(**given: str | None) -> None:
+    """Ids and task queues given by workflow code: Temporal's limits (a bad one fails the
+    workflow task, as the server's refusal of the command would)."""
+    for name, value in given.items():
+        if value is not None:
+            check_id(value, name)
 
 
 def _text(value: str | None, name: str) -> str | None:
@@ -122,6 +131,10 @@ def start_activity(
         )
     if retry_policy is not None:
         retry_policy.validate()
+    _check_ids(activity_id=activity_id, task_queue=task_queue)
+    if isinstance(activity, str):
+        check_id(activity, "the activity type name")
+    cancellation_type = check_enum(cancellation_type, ActivityCancellationType, "cancellation_type")
     options = {
         "task_queue": task_queue,
         "schedule_to_close": _timeout(schedule_to_close_timeout),
@@ -239,6 +252,14 @@ async def start_child_workflow(
         validate_cron(cron_schedule)
     if memo is not None and not isinstance(memo, Mapping):
         raise InvalidArgumentError(f"memo must be a mapping, not {type(memo).__name__}")
+    _check_ids(id=id, task_queue=task_queue)
+    if isinstance(workflow, str):
+        check_id(workflow, "the workflow type name")
+    cancellation_type = check_enum(
+        cancellation_type, ChildWorkflowCancellationType, "cancellation_type"
+    )
+    parent_close_policy = check_enum(parent_close_policy, ParentClosePolicy, "parent_close_policy")
+    id_reuse_policy = check_enum(id_reuse_policy, WorkflowIDReusePolicy, "id_reuse_policy")
     options = {
         "id": id,
         "task_queue": task_queue,

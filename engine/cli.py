@@ -43,6 +43,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ._cli_db import add_db_commands
 from .client import Client, WorkflowExecution, WorkflowExecutionDescription
 from .exceptions import DurableError
 from .history import WorkflowHistory
@@ -619,6 +620,19 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 # -- parser ---------------------------------------------------------------------------------
 
 
+def _seconds_arg(text: str) -> float:
+    """A positive, finite number of seconds (argparse reports the error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:50]!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text[:50]!r} is not a positive, finite number of seconds"
+        )
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``durable`` argument parser."""
     db_help = (
@@ -691,7 +705,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", "-n", required=True, help="query name")
     p.add_argument("--input", "-i", action="extend", nargs="+", metavar="JSON")
     p.add_argument("--run-id", "-r")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a worker")
+    p.add_argument(
+        "--timeout", type=_seconds_arg, default=10.0, help="seconds to wait for a worker"
+    )
     p.set_defaults(func=_cmd_query)
 
     p = wf_cmds.add_parser("cancel", parents=[common], help="request cancellation of a run")
@@ -743,6 +759,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the import path)",
     )
     p.set_defaults(func=_cmd_replay)
+    add_db_commands(commands, common)
     return parser
 
 

@@ -31,6 +31,7 @@ from ._listing import (
 )
 from ._model.cron import validate_cron
 from ._model.definitions import WorkflowDefinition
+from ._model.limits import check_enum, check_id, check_text
 from ._service.clock import Clock
 from ._service.host import ServiceHost
 from ._service.service import Service
@@ -111,6 +112,9 @@ class Client:
         default_workflow_query_reject_condition: QueryRejectCondition | None = None,
         payload_limits: PayloadLimitsConfig = PayloadLimitsConfig(),
     ) -> None:
+        check_id(namespace, "namespace")
+        if identity is not None:
+            check_id(identity, "identity")
         self.store = store
         self.namespace = namespace
         self.data_converter = data_converter or DataConverter.default
@@ -146,10 +150,14 @@ class Client:
 
         ``default_workflow_query_reject_condition``: the ``reject_condition`` of queries
         that pass none (as in ``temporalio``). ``payload_limits``: when a payload sent by
-        this client or its workers is big enough to log a warning (512 KiB; a memo 2 KiB). ``rpc_metadata`` is accepted and ignored
-        (gRPC headers: there is no server connection here). ``temporalio``'s connection
+        this client or its workers is big enough to log a warning (512 KiB; a memo 2 KiB).
+        ``rpc_metadata`` is accepted and ignored (gRPC headers: there is no server
+        connection here). ``temporalio``'s connection
         options (``tls``, ``api_key``, ``keep_alive_config``, ...) have no counterpart.
         """
+        check_id(namespace, "namespace")  # before the database is opened
+        if identity is not None:
+            check_id(identity, "identity")
         del rpc_metadata
         if fsync is None:
             fsync = os.environ.get("DURABLE_FSYNC", "") in ("1", "true", "yes")
@@ -318,8 +326,7 @@ class Client:
                 raise InvalidArgumentError("cron_schedule and start_delay cannot be combined")
             request.cron_schedule = cron_schedule.strip()
         if start_signal is not None:
-            if not isinstance(start_signal, str) or not start_signal:
-                raise InvalidArgumentError("start_signal must be a signal name (a string)")
+            check_id(start_signal, "start_signal (a signal name)")
             signal_payloads = self.data_converter.to_payloads(list(start_signal_args))
             check_payloads_size(
                 signal_payloads,
@@ -385,10 +392,17 @@ class Client:
         wf_type = definition_name(workflow)
         if result_type is None and not isinstance(workflow, str):
             result_type = WorkflowDefinition.of(workflow).return_type
-        if not isinstance(id, str) or not id:
-            raise InvalidArgumentError("id (the workflow id) must be a non-empty string")
-        if not isinstance(task_queue, str) or not task_queue:
-            raise InvalidArgumentError("task_queue must be a non-empty string")
+        check_id(id, "id (the workflow id)")
+        check_id(task_queue, "task_queue")
+        check_id(wf_type, "the workflow type name")
+        id_reuse_policy = check_enum(id_reuse_policy, WorkflowIDReusePolicy, "id_reuse_policy")
+        id_conflict_policy = check_enum(
+            id_conflict_policy, WorkflowIDConflictPolicy, "id_conflict_policy"
+        )
+        if request_id is not None:
+            check_id(request_id, "request_id")
+        for key in memo or {}:
+            check_id(key, "a memo key")
         values = [arg] if arg is not _missing else list(args)
         if arg is not _missing and args:
             raise InvalidArgumentError("pass either one positional arg or args=[...], not both")
@@ -546,6 +560,10 @@ class Client:
 
         ``first_execution_run_id``: ``cancel()`` and ``terminate()`` then act only on a run
         of the run chain that run belongs to (else ``WorkflowNotFoundError``)."""
+        check_id(workflow_id, "workflow_id")
+        for name, value in (("run_id", run_id), ("first_execution_run_id", first_execution_run_id)):
+            if value is not None:
+                check_id(value, name)
         return WorkflowHandle(
             self,
             workflow_id,
@@ -591,6 +609,8 @@ class Client:
         ``rpc_timeout`` bounds each page's read (``RPCError`` ``DEADLINE_EXCEEDED``).
         """
         del rpc_metadata
+        if query is not None:
+            check_text(query, "the list filter (query)")
         return WorkflowExecutionAsyncIterator(
             self, query, limit, page_size, next_page_token, rpc_timeout=rpc_timeout
         )

@@ -10,7 +10,6 @@ import copy
 import dataclasses
 import enum
 import json
-import logging
 import traceback
 import types
 import typing
@@ -23,6 +22,11 @@ from datetime import date, datetime, time
 from typing import Any, ClassVar, TypeVar
 
 from ._json import compact_dumps
+from ._payload_size import (
+    MAX_PAYLOAD_BYTES,
+    MAX_TRANSACTION_BYTES,
+    check_payloads_size,
+)
 from .common import RawValue, duration_from_json, duration_to_json
 from .exceptions import (
     ActivityError,
@@ -31,7 +35,6 @@ from .exceptions import (
     CancelledError,
     ChildWorkflowError,
     FailureError,
-    PayloadSizeError,
     RetryState,
     ServerError,
     TerminatedError,
@@ -52,11 +55,6 @@ __all__ = [
     "payloads_to_json",
 ]
 
-MAX_PAYLOAD_BYTES = 2 * 1024 * 1024
-"""Largest total payload size one request (start, signal, result, ...) may carry."""
-
-MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
-"""Largest total payload size one history transaction may append."""
 
 _ENCODING_NULL = "binary/null"
 _ENCODING_BINARY = "binary/plain"
@@ -164,64 +162,6 @@ def payloads_from_json(d: Mapping[str, Any] | None) -> list[Payload]:
         except ValueError as err:
             raise ValueError(f"payloads[{index}]: {err}") from err
     return out
-
-
-def _format_mb(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f}".removesuffix(".0") + " MB"
-
-
-def _b64_size(text: object) -> int:
-    """Bytes a canonical base64 string decodes to."""
-    if not isinstance(text, str) or not text:
-        return 0
-    return len(text) * 3 // 4 - text.count("=", len(text) - 2)
-
-
-def json_payload_size(payload: Mapping[str, object]) -> int:
-    """``Payload.from_json(payload).size`` without decoding."""
-    metadata = payload.get("metadata") or {}
-    size = _b64_size(payload.get("data"))
-    if isinstance(metadata, dict):
-        for key, value in metadata.items():
-            size += len(str(key).encode()) + _b64_size(value)
-    return size
-
-
-_size_log = logging.getLogger("engine.payloads")
-
-
-def warn_payload_size(what: str, size: int, warn_at: int) -> None:
-    """The warning for data over a ``PayloadLimitsConfig`` threshold (under the limit)."""
-    _size_log.warning(
-        "%s is %s bytes, over the warning threshold of %s bytes (payload_limits); the "
-        "limit is %s: consider storing large data elsewhere and passing its key",
-        what,
-        f"{size:,}",
-        f"{warn_at:,}",
-        _format_mb(MAX_PAYLOAD_BYTES),
-    )
-
-
-def check_payloads_size(
-    payloads: Sequence[Payload], *, what: str, limit: int = MAX_PAYLOAD_BYTES, warn_at: int = 0
-) -> None:
-    """Raise :class:`PayloadSizeError` if ``payloads`` together exceed ``limit`` bytes;
-    log a warning if they exceed ``warn_at`` (when not 0: ``payload_limits``' threshold).
-
-    ``what`` names the data in the message, e.g. ``"workflow input"``.
-    """
-    size = sum(p.size for p in payloads)
-    if size <= limit:
-        if warn_at and size > warn_at:
-            warn_payload_size(what, size, warn_at)
-        return
-    shown = _format_mb(size)
-    if shown == _format_mb(limit):
-        shown = f"{size:,} bytes"
-    raise PayloadSizeError(
-        f"{what} is {shown}; a single request may carry at most {_format_mb(limit)}. "
-        "Store large data elsewhere and pass its key."
-    )
 
 
 # --------------------------------------------------------------------------
@@ -620,16 +560,19 @@ class FailureConverter:
         does. A failure of a kind this engine does not know becomes a plain
         :class:`FailureError`.
         """
-        if not isinstance(d, Mapping):
-            raise ValueError(f"a failure must be a JSON object, got {type(d).__name__}")
-        if d.get("encodedAttributes"):
-            d = self._decode_attributes(d, payload_converter)
-        err = self._error_for(d, payload_converter)
-        err._set_failure(d if isinstance(d, dict) else dict(d))
-        cause = d.get("cause")
-        if cause:
-            err.__cause__ = self.from_failure(cause, payload_converter)
-        return err
+        chain: list[FailureError] = []  # a loop, not recursion: a cause chain may be deep
+        node: Any = d
+        while node or not chain:
+            if not isinstance(node, Mapping):
+                raise ValueError(f"a failure must be a JSON object, got {type(node).__name__}")
+            if node.get("encodedAttributes"):
+                node = self._decode_attributes(node, payload_converter)
+            chain.append(self._error_for(node, payload_converter))
+            chain[-1]._set_failure(node if isinstance(node, dict) else dict(node))
+            if len(chain) > 1:
+                chain[-2].__cause__ = chain[-1]
+            node = node.get("cause")
+        return chain[0]
 
     @staticmethod
     def _decode_attributes(d: Mapping[str, Any], pc: PayloadConverter) -> Mapping[str, Any]:

@@ -42,7 +42,8 @@ DurableError (alias TemporalError)
 │   └── StoreConflictError    two changes raced for one unique fact; the loser rolled back
 ├── InvalidArgumentError (also a ValueError)
 │   ├── PayloadSizeError      a payload or request over the size limit
-│   └── DatabaseURLError      a malformed or unsupported database URL
+│   ├── DatabaseURLError      a malformed or unsupported database URL
+│   └── HistoryFormatError    a malformed history JSON (names the event and the JSON path)
 └── SchemaVersionError        a database written by a newer (or unknown) schema version
 ```
 
@@ -82,6 +83,7 @@ __all__ = [
     "DurableError",
     "Failure",
     "FailureError",
+    "HistoryFormatError",
     "InvalidArgumentError",
     "NondeterminismError",
     "PayloadSizeError",
@@ -712,6 +714,11 @@ class StoreConflictError(StoreError):
 
 class InvalidArgumentError(DurableError, ValueError):
     """An argument or field has a value that is not allowed; the message names it."""
+
+
+class HistoryFormatError(InvalidArgumentError):
+    """A history's JSON is malformed; the message names the event, its id and the JSON path
+    (``WorkflowHistory.from_json``)."""
 
 
 class PayloadSizeError(InvalidArgumentError):

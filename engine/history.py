@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from . import _history_format as fmt
 from ._model.events import HistoryEvent, attributes_key, enum_name, short_name
-from .common import timestamp_from_json, timestamp_to_json
-from .exceptions import InvalidArgumentError
+from .common import timestamp_to_json
+from .exceptions import HistoryFormatError
 
 __all__ = ["HistoryEvent", "WorkflowHistory", "WorkflowHistoryEventFilterType"]
 
@@ -78,19 +79,25 @@ class WorkflowHistory:
 
     @staticmethod
     def from_json(workflow_id: str, history: str | dict[str, Any]) -> WorkflowHistory:
-        """Read Temporal's JSON (text or parsed). Errors name the event index and field."""
+        """Read Temporal's JSON (text or parsed), checking the type of every field the
+        replay code reads (:mod:`engine._history_format`).
+
+        Raises :class:`~engine.exceptions.HistoryFormatError` (an ``InvalidArgumentError``)
+        naming the event index, its id and the JSON path of what is malformed."""
         if isinstance(history, str):
             try:
                 data = json.loads(history)
             except json.JSONDecodeError as err:
-                raise InvalidArgumentError(
+                raise HistoryFormatError(
                     f"history JSON is malformed at line {err.lineno} column {err.colno}: "
                     f"{err.msg} (is the file truncated?)"
                 ) from err
+            except (ValueError, RecursionError) as err:  # a 5,000-digit number, deep nesting
+                raise HistoryFormatError(f"history JSON cannot be read: {err}") from None
         else:
             data = history
         if not isinstance(data, dict) or not isinstance(data.get("events"), list):
-            raise InvalidArgumentError(
+            raise HistoryFormatError(
                 "history JSON must be an object with an 'events' list, as written by "
                 "'temporal workflow show --output json' or WorkflowHistory.to_json()"
             )
@@ -152,36 +159,33 @@ def _int64_text(value: Any) -> Any:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
+_NOT_EXTRA = frozenset({"eventId", "eventType", "eventTime"})
+_INT_TOP_KEYS = frozenset(_INT_TOP)
+
+
 def _event_from_json(index: int, raw: Any) -> HistoryEvent:
-    where = f"event at index {index}"
     if not isinstance(raw, dict):
-        raise InvalidArgumentError(f"{where} is not a JSON object")
-    try:
-        event_id = int(raw["eventId"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise InvalidArgumentError(f"{where}: field 'eventId' is missing or not a number") from err
-    where = f"event {event_id} (index {index})"
-    type_value = raw.get("eventType")
-    if not isinstance(type_value, str) or not type_value:
-        raise InvalidArgumentError(f"{where}: field 'eventType' is missing")
+        raise HistoryFormatError(
+            f"history event at index {index}: events[{index}]: expected an object, "
+            f"got {fmt._quote(raw)}"
+        )
+    event_id = fmt.event_id_of(index, raw)
+    where = f"history event at index {index} (event id {event_id})"
+    type_value = fmt.event_type_of(where, index, raw)
     event_type = short_name(type_value) if type_value.startswith("EVENT_TYPE_") else type_value
-    time_text = raw.get("eventTime")
-    try:
-        event_time = timestamp_from_json(time_text) if time_text else 0.0
-    except ValueError as err:
-        raise InvalidArgumentError(
-            f"{where}: field 'eventTime' is not a timestamp: {time_text!r}"
-        ) from err
+    event_time = fmt.event_time_of(where, index, raw)
     key = attributes_key(event_type)
     attrs = raw.get(key, {})
-    if not isinstance(attrs, dict):
-        raise InvalidArgumentError(f"{where}: field {key!r} must be an object")
+    fmt.check_fields(where, f"events[{index}].{key}", attrs)
+    extra = {k: v for k, v in raw.items() if k not in _NOT_EXTRA and k != key}
+    if extra and not (  # the common case, checked quickly: only taskId and version
+        extra.keys() <= _INT_TOP_KEYS and all(fmt.int64_of(v) is not None for v in extra.values())
+    ):
+        fmt.check_fields(where, f"events[{index}]", extra)
+    if "eventTime" in raw:
+        extra["eventTime"] = raw["eventTime"]
+        extra = {k: _int64_text(v) if k in _INT_TOP else v for k, v in extra.items()}
     attrs = _canonical_enums(attrs, _ENUM_FIELDS_OF.get(event_type, _ENUM_FIELDS))
-    extra = {
-        k: _int64_text(v) if k in _INT_TOP else v
-        for k, v in raw.items()
-        if k not in ("eventId", "eventType", key)
-    }
     return HistoryEvent(event_id, event_time, event_type, attrs, extra)
 
 

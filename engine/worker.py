@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from ._model.definitions import ActivityDefinition, WorkflowDefinition, check_one_dynamic
+from ._model.limits import check_id
 from ._replay.handlers import WorkflowTaskError
 from ._replay.replayer import replay_events
 from ._replay.stepper import ReplaySession, Snapshot
@@ -178,8 +179,9 @@ class Worker:
         no_remote_activities: bool = False,
         on_fatal_error: Callable[[BaseException], Awaitable[None]] | None = None,
     ) -> None:
-        if not isinstance(task_queue, str) or not task_queue:
-            raise InvalidArgumentError("task_queue must be a non-empty string")
+        check_id(task_queue, "task_queue")
+        if identity is not None:
+            check_id(identity, "identity")
         _check_runners(
             {
                 "workflow_runner": workflow_runner,

@@ -19,6 +19,7 @@ from .definitions import (
     set_workflow_definition,
     type_hints,
 )
+from .limits import check_id
 
 C = TypeVar("C", bound=type)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -211,9 +212,10 @@ def activity_name(fn: Any) -> str:
 
 
 def handler_name(fn: Any, kind: str) -> str:
-    """The signal/query/update name of a handler method, or a string as is."""
+    """The signal/query/update name of a handler method, or a string as is (checked:
+    at most 1,000 characters, storable text)."""
     if isinstance(fn, str):
-        return fn
+        return check_id(fn, f"the {kind} name")
     handler = getattr(fn, _HANDLER, None)
     if isinstance(handler, HandlerDefinition) and handler.kind == kind and handler.name:
         return handler.name

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 JsonDict = dict[str, Any]
@@ -37,12 +38,14 @@ def enum_name(event_type: str) -> str:
     return "EVENT_TYPE_" + _CAMEL.sub("_", event_type).upper()
 
 
+@lru_cache(maxsize=512)
 def short_name(enum: str) -> str:
     """``EVENT_TYPE_ACTIVITY_TASK_SCHEDULED`` → ``ActivityTaskScheduled``."""
     body = enum.removeprefix("EVENT_TYPE_")
     return "".join(part.capitalize() for part in body.split("_"))
 
 
+@lru_cache(maxsize=512)
 def attributes_key(event_type: str) -> str:
     """``ActivityTaskScheduled`` → ``activityTaskScheduledEventAttributes``."""
     return event_type[0].lower() + event_type[1:] + "EventAttributes"

@@ -11,11 +11,12 @@ the code until it is blocked, returning the commands it produced. No I/O happens
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random as _random
 import uuid
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, get_args
@@ -33,6 +34,7 @@ from ..exceptions import (
     CancelledError,
     FailureError,
     InvalidArgumentError,
+    NondeterminismError,
     RetryState,
     is_cancelled_exception,
 )
@@ -166,7 +168,8 @@ class WorkflowInstance(
             for job in jobs:
                 batches[_BATCH.get(type(job), 2)].append(job)
                 if isinstance(job, j.InitializeWorkflow):
-                    self._prepare_start(job)
+                    with _task_fails_on_error():  # input that does not fit the run method
+                        self._prepare_start(job)
             only_updates = (
                 not batches[0]
                 and not batches[2]
@@ -180,8 +183,13 @@ class WorkflowInstance(
                     apply = appliers.get(type(job))
                     if apply is None:
                         raise TypeError(f"no _apply_ method for job {job!r}")
-                    apply(self, job)
-                self._ensure_object()
+                    # A recorded payload the converter cannot decode, or input that does
+                    # not fit the code, fails the workflow task (as in temporalio), never
+                    # the worker.
+                    with _task_fails_on_error():
+                        apply(self, job)
+                with _task_fails_on_error():
+                    self._ensure_object()
                 # Conditions are not checked after patches; nor after updates that were
                 # all rejected (they leave no trace, so replay could not see them).
                 if index == 0:
@@ -195,7 +203,8 @@ class WorkflowInstance(
             replayed = self.take_replayed_locals()
             while replayed:
                 for job in replayed:
-                    self._apply_resolve_local_activity(job)
+                    with _task_fails_on_error():
+                        self._apply_resolve_local_activity(job)
                 self._run_until_blocked()
                 replayed = self.take_replayed_locals()
             self._check_main()
@@ -716,3 +725,14 @@ def _is_uuid(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+@contextlib.contextmanager
+def _task_fails_on_error() -> Iterator[None]:
+    """An exception (not a workflow-task outcome already) becomes a workflow task failure."""
+    try:
+        yield
+    except (WorkflowTaskError, NondeterminismError):
+        raise
+    except Exception as err:
+        raise WorkflowTaskError(err) from err

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._payload_size import json_payload_size
 from .._store.gateway import Store
 from .._store.schema import ACT_STARTED, WFT_SCHEDULED
 from .._store.tx import Row, StoreTx
 from ..common import WorkflowExecutionStatus
-from ..converter import MAX_PAYLOAD_BYTES, json_payload_size
+from ..converter import (
+    MAX_PAYLOAD_BYTES,
+)
 from ..exceptions import ActivityNotFoundError
 from . import activities, timers
 from .clock import Clock

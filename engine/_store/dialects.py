@@ -36,7 +36,22 @@ def default_url() -> str:
 def parse_url(url: str | None) -> URL:
     """Validate a database URL and pick our driver; raise :class:`DatabaseURLError` if bad."""
     text = default_url() if url is None else url
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
+        raise DatabaseURLError(
+            f"the database URL must be a string, not {type(text).__name__}: pass a SQLAlchemy "
+            "URL such as 'sqlite:///path/to/durable.db' or 'postgresql+psycopg://user@host/db'"
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise DatabaseURLError(
+            f"the database URL {text[:200]!r} holds a lone surrogate, which is not valid "
+            "text: check how it was read (e.g. an environment variable decoded with "
+            "errors='surrogateescape')"
+        ) from None
+    if "\x00" in text:
+        raise DatabaseURLError(f"the database URL {text[:200]!r} contains a NUL character")
+    if not text.strip():
         raise DatabaseURLError(
             "database URL is empty: pass a SQLAlchemy URL such as "
             "'sqlite:///path/to/durable.db' or 'postgresql+psycopg://user@host/db'"
@@ -44,9 +59,16 @@ def parse_url(url: str | None) -> URL:
     try:
         parsed = make_url(text.strip())
     except ArgumentError as err:
+        hint = ""
+        if "://" not in text and ":" in text:
+            hint = (
+                " (a host:port is the address of a Temporal server; durable-notebook keeps "
+                "its state in a database and needs that database's URL)"
+            )
         raise DatabaseURLError(
-            f"could not parse database URL {text!r}: expected 'sqlite:///path/to/file.db' or "
-            "'postgresql+psycopg://user:password@host:port/dbname'"
+            f"could not parse database URL {text[:200]!r}: expected "
+            "'sqlite:///path/to/file.db' or "
+            f"'postgresql+psycopg://user:password@host:port/dbname'{hint}"
         ) from err
     backend = parsed.get_backend_name()
     driver = parsed.get_driver_name()

@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import activity as activity_api
 from .._model.definitions import ActivityDefinition, find_definition
+from .._payload_size import json_payload_size, warn_payload_size
 from .._service.handoff import Handoffs
 from .._service.service import Service
 from .._service.state import activity_channel
@@ -31,8 +32,6 @@ from ..converter import (
     DataConverter,
     Payload,
     check_payloads_size,
-    json_payload_size,
-    warn_payload_size,
 )
 from ..exceptions import (
     ActivityNotFoundError,

@@ -22,6 +22,7 @@ from typing import Any
 from .._model import commands as cmd
 from .._model.definitions import ActivityDefinition, WorkflowDefinition, find_definition
 from .._model.events import HistoryEvent
+from .._payload_size import json_payload_size, warn_payload_size
 from .._replay.driver import CacheMismatchError, HistoryDriver
 from .._replay.handlers import WorkflowTaskError
 from .._replay.instance import WorkflowInstance
@@ -39,8 +40,6 @@ from ..converter import (
     DataConverter,
     Payload,
     check_payloads_size,
-    json_payload_size,
-    warn_payload_size,
 )
 from ..exceptions import ApplicationError, NondeterminismError, PayloadSizeError, StoreError
 from ..service import PayloadLimitsConfig

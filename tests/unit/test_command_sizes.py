@@ -7,8 +7,9 @@ import pytest
 
 from engine import DataConverter
 from engine._model import commands as cmd
+from engine._payload_size import json_payload_size
 from engine._worker.workflows import _check_command_sizes
-from engine.converter import Payload, json_payload_size
+from engine.converter import Payload
 from engine.exceptions import PayloadSizeError
 
 MB = 1024 * 1024
