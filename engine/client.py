@@ -45,7 +45,7 @@ from .common import (
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
-from .converter import DataConverter, check_payloads_size
+from .converter import DataConverter, check_payloads_size, user_metadata_json
 from .exceptions import (
     AsyncActivityCancelledError,
     InvalidArgumentError,
@@ -441,22 +441,14 @@ class Client:
             identity=self.identity,
             request_id=request_id or random_uuid(),
             start_delay=_seconds(start_delay, "start_delay") or 0.0,
-            user_metadata=self._user_metadata(static_summary, static_details),
+            user_metadata=user_metadata_json(
+                self.data_converter,
+                static_summary,
+                static_details,
+                names=("static_summary", "static_details"),
+            ),
         )
         return request, result_type
-
-    def _user_metadata(self, summary: str | None, details: str | None) -> dict[str, Any] | None:
-        """``static_summary`` / ``static_details`` as Temporal's ``UserMetadata`` JSON."""
-        metadata: dict[str, Any] = {}
-        for key, value in (("static_summary", summary), ("static_details", details)):
-            if value is None:
-                continue
-            if not isinstance(value, str):
-                raise InvalidArgumentError(f"{key} must be a string, not {type(value).__name__}")
-            payload = self.data_converter.to_payload(value)
-            check_payloads_size([payload], what=key)
-            metadata[key.removeprefix("static_")] = payload.to_json()
-        return metadata or None
 
     async def execute_workflow(
         self,

@@ -35,6 +35,7 @@ from .exceptions import (
     CancelledError,
     ChildWorkflowError,
     FailureError,
+    InvalidArgumentError,
     RetryState,
     ServerError,
     TerminatedError,
@@ -743,3 +744,25 @@ class DataConverter:
 
 
 DataConverter.default = DataConverter()
+
+
+def user_metadata_json(
+    converter: DataConverter,
+    summary: str | None,
+    details: str | None = None,
+    *,
+    names: tuple[str, str] = ("summary", "details"),
+) -> dict[str, Any] | None:
+    """A summary and details as Temporal's ``UserMetadata`` JSON (``{"summary": payload,
+    "details": payload}``, through ``converter`` and its codec), or None for neither.
+    ``names`` are the options' names, for errors."""
+    metadata: dict[str, Any] = {}
+    for key, name, value in (("summary", names[0], summary), ("details", names[1], details)):
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise InvalidArgumentError(f"{name} must be a string, not {type(value).__name__}")
+        payload = converter.to_payload(value)
+        check_payloads_size([payload], what=name)
+        metadata[key] = payload.to_json()
+    return metadata or None

@@ -28,7 +28,7 @@ from ..common import (
     ActivityCancellationType,
     RetryPolicy,
 )
-from ..converter import DataConverter
+from ..converter import DataConverter, user_metadata_json
 from ..exceptions import (
     ActivityError,
     CancelledError,
@@ -504,14 +504,7 @@ class WorkflowInstance(
 
     def _user_metadata(self, summary: str | None, details: str | None = None) -> JsonDict | None:
         """Temporal's ``UserMetadata`` for a command: payloads through the converter."""
-        if summary is None and details is None:
-            return None
-        metadata: JsonDict = {}
-        if summary is not None:
-            metadata["summary"] = self.converter.to_payloads_json([summary])[0]
-        if details is not None:
-            metadata["details"] = self.converter.to_payloads_json([details])[0]
-        return metadata
+        return user_metadata_json(self.converter, summary, details)
 
     def patched(self, patch_id: str, deprecated: bool) -> bool:
         """Versioning marker logic (see engine.workflow.patched and versioning.py)."""
