@@ -38,6 +38,7 @@ from ._service.service import Service
 from ._service.types import StartWorkflowRequest, StartWorkflowResult
 from ._store.dialects import parse_url
 from ._store.gateway import Store, release_store, shared_store
+from ._store.outage import RetryConfig
 from ._workflow_handle import WorkflowHandle
 from .common import (
     RetryPolicy,
@@ -66,6 +67,7 @@ __all__ = [
     "AsyncActivityIDReference",
     "Client",
     "RPCTimeoutOrCancelledError",
+    "RetryConfig",
     "WithStartWorkflowOperation",
     "WorkflowExecution",
     "WorkflowExecutionAsyncIterator",
@@ -141,6 +143,7 @@ class Client:
         default_workflow_query_reject_condition: QueryRejectCondition | None = None,
         rpc_metadata: Mapping[str, str | bytes] = {},
         payload_limits: PayloadLimitsConfig = PayloadLimitsConfig(),
+        retry_config: RetryConfig | None = None,
     ) -> Client:
         """Open (and migrate) the database at ``target_url``, or the embedded default.
 
@@ -154,14 +157,29 @@ class Client:
         ``rpc_metadata`` is accepted and ignored (gRPC headers: there is no server
         connection here). ``temporalio``'s connection
         options (``tls``, ``api_key``, ``keep_alive_config``, ...) have no counterpart.
+
+        ``retry_config``: how long every operation (of this client, its workers and any
+        other client of this process on the same database) waits for a database that is
+        unreachable or locked before it raises
+        :class:`~engine.exceptions.StoreUnavailableError`; by default a minute, with
+        waits growing from 0.1 s to 1 s (:class:`RetryConfig` says why that differs from
+        ``temporalio``'s 10 s). A database that is starting up or shutting down when the
+        client connects is waited for the same way; a refused connection fails at once.
         """
         check_id(namespace, "namespace")  # before the database is opened
         if identity is not None:
             check_id(identity, "identity")
         del rpc_metadata
+        if retry_config is not None and not isinstance(retry_config, RetryConfig):
+            raise InvalidArgumentError(
+                f"retry_config must be an engine.client.RetryConfig, not "
+                f"{type(retry_config).__name__}"
+            )
         if fsync is None:
             fsync = os.environ.get("DURABLE_FSYNC", "") in ("1", "true", "yes")
-        store = await asyncio.to_thread(shared_store, target_url, fsync=fsync)
+        store = await asyncio.to_thread(
+            shared_store, target_url, fsync=fsync, retry_config=retry_config
+        )
         return cls(
             store,
             namespace=namespace,

@@ -39,7 +39,9 @@ DurableError (alias TemporalError)
 ├── WorkflowUpdateFailedError an update's validator rejected it or its handler failed;
 │                             ``.cause`` says why
 ├── StoreError                a database operation failed (translated at the store boundary)
-│   └── StoreConflictError    two changes raced for one unique fact; the loser rolled back
+│   ├── StoreConflictError    two changes raced for one unique fact; the loser rolled back
+│   └── StoreUnavailableError the database stayed unreachable (or busy) for the whole retry
+│                             time; also an ``RPCError`` with status ``UNAVAILABLE``
 ├── InvalidArgumentError (also a ValueError)
 │   ├── PayloadSizeError      a payload or request over the size limit
 │   ├── DatabaseURLError      a malformed or unsupported database URL
@@ -96,6 +98,7 @@ __all__ = [
     "ServerError",
     "StoreConflictError",
     "StoreError",
+    "StoreUnavailableError",
     "TemporalError",
     "TerminatedError",
     "TimeoutError",
@@ -710,6 +713,30 @@ class StoreError(DurableError):
 class StoreConflictError(StoreError):
     """Two changes raced for the same unique fact (e.g. two starts of one workflow id);
     the losing transaction was rolled back and may be run again."""
+
+
+class StoreUnavailableError(StoreError, RPCError):
+    """The database could not be reached (or stayed locked) for as long as the store waits
+    for it (``RetryConfig.max_elapsed_time_millis``, a minute by default): the operation
+    gave up. Also an :class:`RPCError` with status ``UNAVAILABLE``, which is what
+    ``temporalio`` raises when its server cannot be reached."""
+
+    def __init__(
+        self, database: str, waited: float, retries: int, last_error: str, *, busy: bool = False
+    ) -> None:
+        """Create the error for ``database``, tried ``retries`` more times over ``waited`` s."""
+        state = "stayed locked by other work" if busy else "could not be reached"
+        message = (
+            f"the database {database} {state} for {waited:.1f} s ({retries} retries; the "
+            f"last error: {last_error}). Check that the database server is running and "
+            "reachable; Client.connect(retry_config=RetryConfig(max_elapsed_time_millis=...)) "
+            "sets how long operations wait for it"
+        )
+        RPCError.__init__(self, message, RPCStatusCode.UNAVAILABLE)
+        self.database = database
+        """The database (password hidden)."""
+        self.waited = waited
+        """How long the operation waited, in seconds."""
 
 
 class InvalidArgumentError(DurableError, ValueError):

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 
+from ..exceptions import StoreUnavailableError
 from .service import Service
 from .state import TIMER_HORIZON, TIMERS_CHANNEL
 
@@ -65,6 +66,9 @@ class ServiceHost:
                     await notifier.wait(TIMERS_CHANNEL, delay, since=generation)
             except asyncio.CancelledError:
                 raise
+            except StoreUnavailableError as err:  # the store logs outages itself, once
+                log.debug("timer loop: %s; retrying in a second", err)
+                await asyncio.sleep(1.0)
             except Exception:
                 log.exception("timer loop error; retrying in a second")
                 await asyncio.sleep(1.0)

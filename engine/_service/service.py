@@ -109,6 +109,16 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
             # Once committed, no need to ensure it again.
             tx.after_commit(partial(self._namespaces.add, req.namespace))
         latest = tx.find_latest_run(req.namespace, req.workflow_id, lock=True)
+        if (
+            latest is not None
+            and req.request_id
+            and latest.request_id == req.request_id
+            and req.continued_from is None
+        ):
+            # This very request again: its first try committed, but the connection was
+            # lost before the answer came back, and the store ran it again. Its run, as
+            # Temporal answers a start whose request id it has seen.
+            return StartWorkflowResult(latest.run_id, started=True)
         open_run = latest if latest is not None and latest.status == S.RUNNING else None
         if open_run is not None and req.start_signal is not None:
             # Signal-with-start of a running workflow: only the signal (as on Temporal,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -156,13 +158,27 @@ def _sqlite_engine(url: URL, *, fsync: bool) -> sa.Engine:
 
 
 class PostgresListener:
-    """A thread that LISTENs for wake-ups from other processes and forwards them locally."""
+    """A thread that LISTENs for wake-ups from other processes and forwards them locally.
 
-    def __init__(self, url: URL, on_notify: Callable[[str], None]) -> None:
+    A lost connection (a database restart) is opened again, with backoff capped at a
+    second, and LISTENs again; then ``on_reconnect`` runs, so that everyone waiting looks
+    for what was committed while nobody listened. The loss and the return are logged once.
+    """
+
+    def __init__(
+        self,
+        url: URL,
+        on_notify: Callable[[str], None],
+        on_reconnect: Callable[[], None] | None = None,
+    ) -> None:
         self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._display = url.render_as_string(hide_password=True)
         self._on_notify = on_notify
+        self._on_reconnect = on_reconnect
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="durable-pg-listen", daemon=True)
+        #: Connections opened (1 after the start; more after each loss).
+        self.connections = 0
 
     def start(self) -> None:
         """Start listening in the background."""
@@ -176,13 +192,33 @@ class PostgresListener:
     def _run(self) -> None:
         import psycopg
 
+        lost_since: float | None = None
+        delay = 0.1
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self._conninfo, autocommit=True) as conn:
+                with psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5) as conn:
                     conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    self.connections += 1
+                    delay = 0.1
+                    if lost_since is not None:
+                        log.warning(
+                            "listening for wake-ups on %s again, after %.1f s",
+                            self._display,
+                            time.monotonic() - lost_since,
+                        )
+                        lost_since = None
+                    if self.connections > 1 and self._on_reconnect is not None:
+                        self._on_reconnect()  # poll once for what went by unheard
                     while not self._stop.is_set():
                         for note in conn.notifies(timeout=0.5, stop_after=64):
                             self._on_notify(note.payload)
             except Exception as err:  # keep listening through restarts of the database
-                log.warning("PostgreSQL LISTEN connection lost (%s); reconnecting", err)
-                self._stop.wait(1.0)
+                if lost_since is None:
+                    lost_since = time.monotonic()
+                    log.warning(
+                        "the LISTEN connection to %s is lost (%s); reconnecting",
+                        self._display,
+                        str(err).strip().splitlines()[0] if str(err).strip() else err,
+                    )
+                self._stop.wait(delay * random.uniform(0.8, 1.2))
+                delay = min(delay * 1.5, 1.0)

@@ -33,7 +33,6 @@ import logging
 import queue
 import sqlite3
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -46,18 +45,23 @@ from ..exceptions import DurableError, StoreConflictError, StoreError
 from .dialects import NOTIFY_CHANNEL, PostgresListener, create_engine, parse_url
 from .migrations import migrate
 from .notify import Notifier
+from .outage import CONTENTION, LOST, Outage, RetryConfig, Waiting, classify
 from .tx import StoreTx
 
 T = TypeVar("T")
 log = logging.getLogger("engine.store")
 
-_RETRYABLE_PG = {"40001", "40P01"}  # serialization failure, deadlock detected
-
 
 class Store:
     """A migrated database plus the threads that talk to it. Share one per process and URL."""
 
-    def __init__(self, url: str | None = None, *, fsync: bool = False) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        fsync: bool = False,
+        retry_config: RetryConfig | None = None,
+    ) -> None:
         self.url = parse_url(url)
         self.dialect = self.url.get_backend_name()
         self.postgres = self.dialect == "postgresql"
@@ -69,6 +73,13 @@ class Store:
         self._readers: _SqliteReaders | None = None
         self._listener: PostgresListener | None = None
         self._closed = False
+        #: Set by :meth:`close`: operations waiting for the database stop waiting.
+        self._closing = threading.Event()
+        #: How long and how often operations are tried again while the database is down
+        #: or busy (``Client.connect(retry_config=)`` sets it for the whole store).
+        self.retry_config = retry_config or RetryConfig()
+        #: Whether the database is unreachable now (logged once down, once back).
+        self.outage = Outage(self.display_url)
         self._users = 0
         self._lock = threading.Lock()
         #: Marks this store's PostgreSQL notifications, so its listener skips its own.
@@ -76,19 +87,35 @@ class Store:
 
     def open(self) -> None:
         """Connect and migrate (blocking). Raises clear errors for unreachable databases."""
-        try:
-            migrate(self.engine, url_for_errors=self.display_url)
-        except DurableError:
-            self.engine.dispose()
-            raise
-        except DBAPIError as err:
-            self.engine.dispose()
-            raise StoreError(
-                f"cannot open the database {self.display_url}: {err.orig}. Check that the "
-                "server is running and the URL (host, port, user, database) is right."
-            ) from err
+        waiting: Waiting | None = None
+        while True:
+            try:
+                migrate(self.engine, url_for_errors=self.display_url)
+                break
+            except DurableError:
+                self.engine.dispose()
+                raise
+            except DBAPIError as err:
+                if _restarting(err):
+                    # The server is there but starting up or shutting down (a restart):
+                    # wait for it as operations do. A refused connection fails at once:
+                    # it is as likely a wrong port as a restart.
+                    waiting = waiting or self._waiting()
+                    try:
+                        waiting.pause(err, LOST, connecting=True)
+                    except StoreError:
+                        self.engine.dispose()
+                        raise
+                    continue
+                self.engine.dispose()
+                raise StoreError(
+                    f"cannot open the database {self.display_url}: {err.orig}. Check that "
+                    "the server is running and the URL (host, port, user, database) is right."
+                ) from err
+        if waiting is not None:
+            self.outage.up()
         if self.postgres:
-            self._listener = PostgresListener(self.url, self._remote_notify)
+            self._listener = PostgresListener(self.url, self._remote_notify, self.notifier.wake_all)
             self._listener.start()
         else:
             self._readers = _SqliteReaders(self)
@@ -147,12 +174,26 @@ class Store:
         return self._run_pooled(fn, args, read_only=False)
 
     def _run_pooled(self, fn: Callable[..., T], args: tuple[Any, ...], *, read_only: bool) -> T:
-        """One transaction on a connection of the engine's pool, run again (up to five
-        times in all) after a serialization failure, a deadlock or a lost connection."""
-        for attempt in range(1, 6):
-            conn = self.engine.connect()
+        """One transaction on a connection of the engine's pool.
+
+        A failure that may pass (a lost or refused connection, a serialization failure, a
+        deadlock: :func:`~engine._store.outage.classify`) runs the whole transaction again,
+        after a backoff, until :attr:`retry_config` says to give up
+        (:class:`~engine.exceptions.StoreUnavailableError`)."""
+        waiting: Waiting | None = None
+        while True:
+            conn: sa.Connection | None = None
             saved = None
             try:
+                try:
+                    conn = self.engine.connect()
+                except Exception as err:
+                    kind = classify(err)
+                    if kind is None:
+                        raise self._translate(getattr(err, "orig", None) or err) from err
+                    waiting = waiting or self._waiting()
+                    waiting.pause(err, kind, connecting=True)
+                    continue
                 if read_only and self.postgres:
                     saved = _pg_read_only(conn)
                 with conn.begin():
@@ -165,31 +206,37 @@ class Store:
                                 sa.text("SELECT pg_notify(:c, :p)"),
                                 {"c": NOTIFY_CHANNEL, "p": f"{self._token}:{channel}"},
                             )
-            except DBAPIError as err:
-                retry = self._classify(err.orig or err, attempt, err.connection_invalidated)
-                if not retry:
-                    raise self._translate(err.orig or err) from err
-                if err.connection_invalidated:
-                    conn.invalidate()
-                continue
             except Exception as err:
                 # Statements run on the driver's cursor: its errors arrive unwrapped.
-                if not _is_driver_error(err):
+                if not (isinstance(err, DBAPIError) or _is_driver_error(err)):
                     raise
-                broken = bool(getattr(conn, "closed", False)) or _connection_lost(err)
-                if broken:
-                    conn.invalidate()
-                if self._classify(err, attempt, broken):
-                    continue
-                raise self._translate(err) from err
+                kind = classify(err)
+                if kind is None:
+                    raise self._translate(getattr(err, "orig", None) or err) from err
+                if kind == LOST and conn is not None:
+                    with contextlib.suppress(Exception):
+                        conn.invalidate()
+                log.debug("running a transaction again after %s (%s)", kind, err)
+                waiting = waiting or self._waiting()
+                waiting.pause(err, kind, connecting=False)
+                continue
             finally:
-                if saved is not None:
-                    _pg_restore(conn, saved)
-                conn.close()
+                if conn is not None:
+                    if saved is not None:
+                        _pg_restore(conn, saved)
+                    with contextlib.suppress(Exception):
+                        conn.close()
+            if waiting is not None and waiting.unreachable:
+                self.outage.up()
             _run_effects(tx.after)
             self.notifier.notify_many(tx.wakeups, tx.messages)
             return result
-        raise AssertionError("unreachable")
+
+    def _waiting(self) -> Waiting:
+        """The waits of an operation that just failed for the first time."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        return Waiting(self.retry_config, self.outage, self._closing)
 
     def _remote_notify(self, payload: str) -> None:
         """A wake-up from PostgreSQL: ``<store token>:<channel>``. This store's own are
@@ -201,16 +248,6 @@ class Store:
             self.notifier.notify(channel)
         else:  # a process of an older release: the whole payload is the channel
             self.notifier.notify(payload)
-
-    def _classify(self, err: BaseException, attempt: int, connection_lost: bool) -> bool:
-        """Whether a failed transaction should simply be run again."""
-        code = getattr(err, "sqlstate", None)
-        if attempt < 5 and (code in _RETRYABLE_PG or connection_lost):
-            # A serialization failure, a deadlock (PostgreSQL picked us as the victim), or
-            # a pooled connection lost to a server restart: the whole transaction reruns.
-            log.debug("retrying transaction after %s", code or "a lost connection")
-            return True
-        return False
 
     def _translate(self, err: BaseException) -> StoreError:
         """A driver error as the store's exception, saying which database and what."""
@@ -224,6 +261,7 @@ class Store:
         if self._closed:
             return
         self._closed = True
+        self._closing.set()
         if self._listener is not None:
             self._listener.stop()
         if self._writer is not None:
@@ -324,19 +362,33 @@ class _BatchingWriter:
                 return
         for fn, args, loop, fut in batch:
             try:
-                with _immediate(conn):
-                    tx = StoreTx(conn, postgres=False)
-                    result = fn(tx, *args)
-                    tx.write_pending_events()
-            except (DBAPIError, sqlite3.Error) as err:
-                reason = getattr(err, "orig", err)
-                _deliver(loop, fut, None, self.store._translate(reason))
+                result, tx = self._run_one(conn, fn, args)
             except BaseException as err:  # delivered to the caller, who raises it
                 _deliver(loop, fut, None, err)
             else:
                 _run_effects(tx.after)
                 self.store.notifier.notify_many(tx.wakeups, tx.messages)
                 _deliver(loop, fut, result, None)
+
+    def _run_one(
+        self, conn: sa.Connection, fn: Callable[..., Any], args: tuple[Any, ...]
+    ) -> tuple[Any, StoreTx]:
+        """One change in a transaction of its own; a database locked by another process
+        past the busy timeout is waited for as the store's retry configuration says."""
+        waiting: Waiting | None = None
+        while True:
+            try:
+                with _immediate(conn):
+                    tx = StoreTx(conn, postgres=False)
+                    result = fn(tx, *args)
+                    tx.write_pending_events()
+                return result, tx
+            except (DBAPIError, sqlite3.Error) as err:
+                kind = classify(err)
+                if kind is None:
+                    raise self.store._translate(getattr(err, "orig", err)) from err
+                waiting = waiting or self.store._waiting()
+                waiting.pause(err, kind, connecting=False)
 
 
 class _SqliteReaders:
@@ -350,11 +402,11 @@ class _SqliteReaders:
     SQLite may still answer a read with ``SQLITE_BUSY`` in rare moments (another process
     recovering the WAL after a crash, or closing the last connection to the file, holds it
     exclusively for a moment). The busy timeout waits those out; a read that still finds
-    the database busy is run again, up to five times in all: it changes nothing.
+    the database busy is run again (it changes nothing) as the store's retry configuration
+    says.
     """
 
     SIZE = 3
-    ATTEMPTS = 5
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -393,7 +445,8 @@ class _SqliteReaders:
 
     def run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         """Run the read ``fn(tx, *args)`` on this thread's connection."""
-        for attempt in range(1, self.ATTEMPTS + 1):
+        waiting: Waiting | None = None
+        while True:
             conn = self._connection()
             driver = conn.connection.driver_connection
             assert driver is not None
@@ -405,18 +458,17 @@ class _SqliteReaders:
                 finally:
                     driver.rollback()  # ends the read, releasing its snapshot
             except sqlite3.OperationalError as err:
-                text = str(err).lower()
-                if ("locked" in text or "busy" in text) and attempt < self.ATTEMPTS:
+                if classify(err) == CONTENTION:
                     log.debug("read found the database busy (%s); reading again", err)
-                    time.sleep(0.01 * attempt)
+                    waiting = waiting or self.store._waiting()
+                    waiting.pause(err, CONTENTION, connecting=False)
                     continue
-                if not ("locked" in text or "busy" in text or "readonly" in text):
+                if "readonly" not in str(err).lower():
                     self._drop_connection()  # e.g. an I/O error: open a fresh one next time
                 raise self.store._translate(err) from err
             except sqlite3.Error as err:
                 raise self.store._translate(err) from err
             return result
-        raise AssertionError("unreachable")
 
     def close(self) -> None:
         """Wait for the reads under way, then close the connections."""
@@ -497,17 +549,10 @@ def _is_driver_error(err: BaseException) -> bool:
     return isinstance(err, psycopg.Error)
 
 
-def _connection_lost(err: BaseException) -> bool:
-    try:
-        import psycopg
-    except ImportError:
-        return False
-    return isinstance(err, psycopg.OperationalError) and getattr(err, "sqlstate", None) in (
-        None,
-        "57P01",  # admin shutdown
-        "08006",
-        "08003",
-    )
+def _restarting(err: DBAPIError) -> bool:
+    """Whether PostgreSQL refused a connection because it is starting up or shutting down
+    (SQLSTATE 57P03, "cannot connect now")."""
+    return getattr(err.orig, "sqlstate", None) == "57P03"
 
 
 def _deliver_all(items: list[tuple[asyncio.AbstractEventLoop | None, Any, Any]]) -> None:
@@ -556,19 +601,24 @@ _registry: dict[tuple[str, bool], Store] = {}
 _registry_lock = threading.Lock()
 
 
-def shared_store(url: str | None, *, fsync: bool = False) -> Store:
+def shared_store(
+    url: str | None, *, fsync: bool = False, retry_config: RetryConfig | None = None
+) -> Store:
     """One :class:`Store` per URL in this process, so clients and workers share wake-ups.
 
     Each call counts as a user; :func:`release_store` closes the store after the last one.
+    A ``retry_config`` applies to the store from now on (for every user of it).
     """
     parsed = parse_url(url)
     key = (parsed.render_as_string(hide_password=False), fsync)
     with _registry_lock:
         store = _registry.get(key)
         if store is None or store._closed:
-            store = Store(key[0], fsync=fsync)
+            store = Store(key[0], fsync=fsync, retry_config=retry_config)
             store.open()
             _registry[key] = store
+        elif retry_config is not None:
+            store.retry_config = retry_config
         store._users += 1
         return store
 

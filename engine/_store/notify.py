@@ -84,6 +84,14 @@ class Notifier:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(_resolve_all, futs)
 
+    def wake_all(self) -> None:
+        """Wake every waiter on every channel: each looks in the database once (after
+        wake-ups from other processes may have been missed, e.g. while the PostgreSQL
+        LISTEN connection was down)."""
+        with self._lock:
+            channels = set(self._waiters)
+        self.notify_many(channels)
+
     def message(self, channel: str) -> Any:
         """What the last notification of ``channel`` with a message carried, or None
         (none, forgotten, or only notifications from other processes). Only channels

@@ -39,8 +39,10 @@ from ..exceptions import (
     CancelledError,
     PayloadSizeError,
     StoreError,
+    StoreUnavailableError,
 )
 from .metrics import WorkerMetrics
+from .resend import until_accepted
 from .slots import Poller
 
 log = logging.getLogger("engine.worker")
@@ -157,6 +159,9 @@ class _Running:
             # Timed out, or the run closed: stop the attempt.
             self.request_cancel(activity_api.ActivityCancellationDetails(not_found=True))
             return
+        except StoreUnavailableError as err:  # the store logs outages itself
+            log.debug("heartbeat failed: %s", err)
+            return
         except StoreError as err:
             log.warning("heartbeat failed: %s", err)
             return
@@ -227,6 +232,8 @@ class ActivityRunner(Poller[ActivityTask]):
         limits = getattr(client, "payload_limits", None)
         self._payloads_warn_size = limits.payloads_warn_size if limits is not None else 0
         self._shutdown = activity_api._Signal(None)
+        #: Set at the end of a stop: outcomes that cannot be recorded are given up on.
+        self._abandoned = False
 
     def _register(self, handoffs: Handoffs) -> None:
         handoffs.register_activities(self)
@@ -294,6 +301,13 @@ class ActivityRunner(Poller[ActivityTask]):
             running.request_cancel(why)
         if self._jobs:
             await asyncio.wait(list(self._jobs), timeout=5.0)
+        # Outcomes still being sent again (the database is down) are given up on: the
+        # service runs their attempts again after their timeouts.
+        self._abandoned = True
+        if self._jobs:
+            _, late = await asyncio.wait(list(self._jobs), timeout=3.0)
+            for job in late:
+                job.cancel()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     async def _run(self, task: ActivityTask) -> None:
@@ -439,8 +453,31 @@ class ActivityRunner(Poller[ActivityTask]):
             handed = await record(task, value, offer)
         except ActivityNotFoundError as err:
             log.debug("activity result dropped: %s", err)
-        except StoreError as err:
-            log.error("could not record the outcome of activity %s: %s", task.activity_id, err)
+        except StoreError:
+            # Kept and sent again (without the hand-off: the slot it held is given back)
+            # until the store takes it or refuses it as stale; see engine._worker.resend.
+            if offer is not None:
+                offer.settle(None)
+                offer = None
+            await self._resend(task, record, value)
         finally:
             if offer is not None:
                 offer.settle(handed)
+
+    async def _resend(
+        self, task: ActivityTask, record: Callable[..., Awaitable[Any]], value: Any
+    ) -> None:
+        what = f"the outcome of activity {task.activity_id} (run {task.run_id})"
+        try:
+            await until_accepted(
+                lambda: record(task, value, None), what, abandoned=lambda: self._abandoned
+            )
+        except ActivityNotFoundError as err:
+            log.debug("activity result dropped: %s", err)
+        except StoreError as err:
+            log.error(
+                "gave up recording %s as the worker stopped (%s): the service runs the "
+                "activity again after its timeout",
+                what,
+                err,
+            )

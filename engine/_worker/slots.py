@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 
 from .._service.handoff import Handoffs
 from .._service.service import Service
+from ..exceptions import StoreUnavailableError
 
 log = logging.getLogger("engine.worker")
 
@@ -151,7 +152,11 @@ class Poller(ABC, Generic[T]):
                     claimed = await self._poll(limit)
                 except Exception as err:  # a database hiccup must not stop the worker
                     slots.give(limit)
-                    log.warning("polling %s failed (%s); retrying in a second", self.what, err)
+                    # An outage is logged by the store, once; anything else here.
+                    level = (
+                        logging.DEBUG if isinstance(err, StoreUnavailableError) else logging.WARNING
+                    )
+                    log.log(level, "polling %s failed (%s); retrying in a second", self.what, err)
                     await asyncio.sleep(POLL_RETRY_SECONDS)
                     continue
                 slots.give(limit - self._dispatch(claimed))

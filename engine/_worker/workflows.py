@@ -46,6 +46,7 @@ from ..service import PayloadLimitsConfig
 from .activation import ActivationThread, DeadlockDetected
 from .local import run_local_activity
 from .metrics import WorkerMetrics
+from .resend import until_accepted
 from .slots import Poller
 
 log = logging.getLogger("engine.worker")
@@ -132,6 +133,8 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         self._cache_next: dict[str, int] = {}
         self._cached_view = MappingProxyType(self._cache_next)
         self._inflight: set[asyncio.Task[None]] = set()
+        #: Set at the end of a stop: completions that cannot be recorded are given up on.
+        self._abandoned = False
         self._reported_slow: set[str] = set()
 
     # -- definitions --------------------------------------------------------------------
@@ -256,6 +259,13 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         await self.slots.handoffs_settled(self.deadlock_timeout + 5)
         if self._inflight:
             await asyncio.wait(list(self._inflight), timeout=self.deadlock_timeout + 5)
+        # Completions still being sent again (the database is down) are given up on:
+        # their tasks time out and run again.
+        self._abandoned = True
+        if self._inflight:
+            _, late = await asyncio.wait(list(self._inflight), timeout=3.0)
+            for job in late:
+                job.cancel()
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._own_local_pool:
             self._local_pool.shutdown(wait=False, cancel_futures=True)
@@ -288,6 +298,10 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
                 task = current[0]
         except TaskNotFoundError as err:  # a heartbeat found the task gone
             log.info("workflow task dropped: %s", err)
+            self._evict(task.run_id, forced=False)
+            return
+        except StoreError as err:  # its history could not be read: it times out, runs again
+            log.warning("workflow task of run %s left to time out: %s", task.run_id, err)
             self._evict(task.run_id, forced=False)
             return
         except CacheMismatchError as err:  # after a heartbeat: start the run afresh
@@ -341,11 +355,20 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         rejections = instance.take_rejections() if instance is not None else []
         flags = instance.take_sdk_flags() if instance is not None else []
         try:
-            completion = await self.service.complete_workflow_task(
-                task, commands, self.identity, eager.count, rejections, flags
+            completion = await until_accepted(
+                lambda: self.service.complete_workflow_task(
+                    task, commands, self.identity, eager.count, rejections, flags
+                ),
+                f"the completion of a workflow task of {task.workflow_id} (run {task.run_id})",
+                abandoned=lambda: self._abandoned,
             )
         except TaskNotFoundError as err:
             log.info("workflow task dropped: %s", err)
+            self._evict(task.run_id, forced=False)
+            eager.release()
+            return
+        except StoreError as err:  # the worker stopped while the database was down
+            log.error("gave up completing a workflow task of run %s: %s", task.run_id, err)
             self._evict(task.run_id, forced=False)
             eager.release()
             return
@@ -453,14 +476,13 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         (``entry`` holds the run's instance, even if the cache has let it go meanwhile)."""
         _check_command_sizes(commands, self._payload_limits)
         instance = entry.driver.instance
-        completion = await self.service.complete_workflow_task(
-            task,
-            commands,
-            self.identity,
-            0,
-            instance.take_rejections(),
-            instance.take_sdk_flags(),
-            heartbeat=True,
+        rejections, flags = instance.take_rejections(), instance.take_sdk_flags()
+        completion = await until_accepted(
+            lambda: self.service.complete_workflow_task(
+                task, commands, self.identity, 0, rejections, flags, heartbeat=True
+            ),
+            f"a workflow task heartbeat of run {task.run_id}",
+            abandoned=lambda: self._abandoned,
         )
         self.metrics.workflow_tasks_completed += 1
         if not completion.accepted or completion.next_task is None:
@@ -534,9 +556,15 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         if stack:
             failure["stackTrace"] = stack
         try:
-            await self.service.fail_workflow_task(task, cause, failure, self.identity)
+            await until_accepted(
+                lambda: self.service.fail_workflow_task(task, cause, failure, self.identity),
+                f"the failure of a workflow task of run {task.run_id}",
+                abandoned=lambda: self._abandoned,
+            )
         except TaskNotFoundError:
             pass
+        except StoreError as err:  # the worker stopped: the task times out instead
+            log.error("gave up failing a workflow task of run %s: %s", task.run_id, err)
 
 
 def _deadlock_error(task: WorkflowTask, err: DeadlockDetected) -> RuntimeError:

@@ -24,6 +24,7 @@ from tornado import web
 from engine import Client, WorkflowAlreadyStartedError
 from engine.exceptions import (
     InvalidArgumentError,
+    StoreUnavailableError,
     WorkflowNotFoundError,
     WorkflowUpdateFailedError,
 )
@@ -95,6 +96,19 @@ class DurableAPIHandler(APIHandler):
     def extension(self) -> Any:
         return self.settings["durable_extension"]
 
+    async def prepare(self) -> None:
+        """Jupyter's checks, then the id of a ``workflow/...?workflow_id=`` request.
+
+        Every ``workflows/{id}/...`` endpoint also answers as ``workflow/...`` with the id
+        in the query: an id ``.`` or ``..`` cannot travel as a path segment (browsers and
+        most HTTP clients resolve dot segments, escaped or not, before sending)."""
+        await super().prepare()
+        if self.path_kwargs.get("workflow_id") == "":
+            values = self.get_query_arguments("workflow_id", strip=False)
+            if len(values) != 1 or not values[0]:
+                raise BadRequest("give the workflow id once, as ?workflow_id=...")
+            self.path_kwargs["workflow_id"] = values[0]
+
     async def client(self) -> Client:
         client: Client = await self.extension.client()
         return client
@@ -117,6 +131,9 @@ class DurableAPIHandler(APIHandler):
             return
         if isinstance(value, WorkflowAlreadyStartedError | WorkflowUpdateFailedError):
             self.log.info("durable API: %s", value)
+            return
+        if isinstance(value, StoreUnavailableError):  # the store has logged the outage
+            self.log.warning("durable API: %s", value)
             return
         super().log_exception(typ, value, tb)
 
@@ -208,6 +225,8 @@ def _status_of(exc: BaseException | None, default: int) -> int:
         return 409
     if isinstance(exc, WorkflowUpdateFailedError):
         return 422
+    if isinstance(exc, StoreUnavailableError):
+        return 503
     return default
 
 
@@ -222,6 +241,8 @@ def _error_of(status: int, exc: BaseException | None, reason: str) -> tuple[str,
         return "already_started", str(exc)
     if isinstance(exc, WorkflowUpdateFailedError):
         return "update_failed", str(exc)
+    if isinstance(exc, StoreUnavailableError):
+        return "unavailable", str(exc)
     if isinstance(exc, web.HTTPError):
         return {
             401: "unauthorized",
@@ -516,21 +537,28 @@ def _attr(value: str) -> str:
 
 def routes() -> list[tuple[str, Any, dict[str, Any]] | tuple[str, Any]]:
     """URL patterns (relative to the server's base URL)."""
-    wid = r"(?P<workflow_id>[^/]+)"
     api = r"/durable/api/v1"
+    per_run: list[tuple[str, Any]] = [
+        ("/history", HistoryHandler),
+        ("/attempts", AttemptsHandler),
+        ("/compact", CompactHandler),
+        ("/timeline", TimelineHandler),
+        ("/signal", SignalHandler),
+        ("/query", QueryHandler),
+        ("/update", UpdateHandler),
+        ("/cancel", CancelHandler),
+        ("/terminate", TerminateHandler),
+        ("", WorkflowHandler),
+    ]
+    # The id as a path segment (decoded: %2F is a "/" of the id), or, under workflow/,
+    # in the query (?workflow_id=; an empty group, filled in by DurableAPIHandler.prepare).
+    by_path = [(rf"{api}/workflows/(?P<workflow_id>[^/]+){sub}/?", h) for sub, h in per_run]
+    by_query = [(rf"{api}/workflow(?P<workflow_id>){sub}/?", h) for sub, h in per_run]
     return [
         (rf"{api}/info/?", InfoHandler),
         (rf"{api}/workflows/?", WorkflowsHandler),
-        (rf"{api}/workflows/{wid}/history/?", HistoryHandler),
-        (rf"{api}/workflows/{wid}/attempts/?", AttemptsHandler),
-        (rf"{api}/workflows/{wid}/compact/?", CompactHandler),
-        (rf"{api}/workflows/{wid}/timeline/?", TimelineHandler),
-        (rf"{api}/workflows/{wid}/signal/?", SignalHandler),
-        (rf"{api}/workflows/{wid}/query/?", QueryHandler),
-        (rf"{api}/workflows/{wid}/update/?", UpdateHandler),
-        (rf"{api}/workflows/{wid}/cancel/?", CancelHandler),
-        (rf"{api}/workflows/{wid}/terminate/?", TerminateHandler),
-        (rf"{api}/workflows/{wid}/?", WorkflowHandler),
+        *by_path,
+        *by_query,
         (rf"{api}(/.*)?", UnknownAPIHandler),
         (r"/durable", web.RedirectHandler, {"url": "durable/"}),
         (r"/durable/", PageHandler),

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -15,56 +10,10 @@ import pytest
 
 from engine import Client
 
+from .procs import WorkerProcess, assert_no_gaps, until
 from .worker_proc import CrashActivityWF, CrashTimerWF, ShareWF
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.crash
-
-
-class WorkerProcess:
-    """A worker in a child process (started with `python -m tests.crash.worker_proc`)."""
-
-    def __init__(self, url: str, queue: str, markers: Path) -> None:
-        self.log = markers / f"worker-{uuid.uuid4().hex[:8]}.log"
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tests.crash.worker_proc", url, queue, str(markers)],
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        deadline = time.monotonic() + 30
-        while b"ready" not in self.log.read_bytes():
-            assert self.proc.poll() is None, f"worker exited: {self.log.read_text()}"
-            assert time.monotonic() < deadline, "worker did not start in 30 s"
-            time.sleep(0.02)
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-async def _until(predicate, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        if await predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not reached in time")
-
-
-def _assert_no_gaps(events: list) -> None:
-    assert [e.event_id for e in events] == list(range(1, len(events) + 1))
 
 
 async def test_sigkill_during_activity_then_new_worker_finishes(
@@ -80,7 +29,7 @@ async def test_sigkill_during_activity_then_new_worker_finishes(
         async def attempt1_running() -> bool:
             return any(p.name.startswith(f"{wid}.attempt1") for p in tmp_path.iterdir())
 
-        await _until(attempt1_running)
+        await until(attempt1_running)
         first.kill()  # in the middle of the activity
     finally:
         first.stop()
@@ -94,7 +43,7 @@ async def test_sigkill_during_activity_then_new_worker_finishes(
     assert len(markers) == 2  # the activity ran again, in the second process
     assert f"pid{first.proc.pid}" in markers[0] and f"pid{second.proc.pid}" in markers[1]
     events = (await handle.fetch_history()).events
-    _assert_no_gaps(events)
+    assert_no_gaps(events)
     types = [e.event_type for e in events]
     assert types == [
         "WorkflowExecutionStarted",
@@ -125,7 +74,7 @@ async def test_sigkill_while_waiting_on_timer_then_late_worker_completes(
             events = (await handle.fetch_history()).events
             return any(e.event_type == "TimerStarted" for e in events)
 
-        await _until(timer_started)
+        await until(timer_started)
         first.kill()
     finally:
         first.stop()
@@ -136,7 +85,7 @@ async def test_sigkill_while_waiting_on_timer_then_late_worker_completes(
     finally:
         second.stop()
     events = (await handle.fetch_history()).events
-    _assert_no_gaps(events)
+    assert_no_gaps(events)
     started = next(e for e in events if e.event_type == "TimerStarted")
     fired = next(e for e in events if e.event_type == "TimerFired")
     assert fired.event_time - started.event_time >= 2.0

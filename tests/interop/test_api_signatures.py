@@ -170,7 +170,6 @@ DELIBERATELY_ABSENT_PARAMETERS: dict[str, set[str]] = {
                 "http_connect_proxy_config",
                 "keep_alive_config",
                 "lazy",
-                "retry_config",
                 "runtime",
                 "tls",
             ],

@@ -258,6 +258,19 @@ function parseRoute() {
   };
 }
 
+// The API path of a run's endpoint ("" for the run itself, "/history", "/cancel", ...) and
+// its query. The id is one path segment, escaped; an id "." or ".." cannot be one (the
+// browser resolves dot segments, escaped or not, before sending), so those go in the
+// query of the workflow/... form of the same endpoint.
+export function runPath(id, sub = "") {
+  const quoted = encodeURIComponent(id);
+  if (quoted === "." || quoted === "..") {
+    return { path: `workflow${sub}`, params: { workflow_id: id } };
+  }
+  return { path: `workflows/${quoted}${sub}`, params: {} };
+}
+
+// The page's own route (after "#"): not resolved by the browser, so any id goes as is.
 export function detailHref(id, runId) {
   const qs = runId ? `?run_id=${encodeURIComponent(runId)}` : "";
   return `#/workflows/${encodeURIComponent(id)}${qs}`;
@@ -394,15 +407,15 @@ function listFailed(route, err) {
 async function refreshDetail() {
   const route = state.route;
   const { id, runId } = route;
-  const params = runId ? { run_id: runId } : {};
-  const path = `workflows/${encodeURIComponent(id)}`;
+  const run = runId ? { run_id: runId } : {};
+  const get = (sub) => {
+    const { path, params } = runPath(id, sub);
+    return api(path, { params: { ...params, ...run } });
+  };
   // The compact rows and the timeline's lanes come from the server's view model
   // (widgets/models.py, the one the notebook widgets draw): the page only draws them.
   const [desc, history, compact, lanes] = await Promise.all([
-    api(path, { params }),
-    api(`${path}/history`, { params }),
-    api(`${path}/compact`, { params }),
-    api(`${path}/timeline`, { params }),
+    get(""), get("/history"), get("/compact"), get("/timeline"),
   ]);
   if (state.route !== route) return; // the user moved on while this run loaded
   const key = JSON.stringify([desc, history.events.length, lanes]);
@@ -626,8 +639,9 @@ async function act(action) {
   const verb = action === "cancel" ? "Request cancellation of" : "Terminate";
   if (!window.confirm(`${verb} workflow ${d.id} (run ${d.run_id})?`)) return;
   try {
-    await api(`workflows/${encodeURIComponent(d.id)}/${action}`, {
-      method: "POST", body: { reason: "from the web UI" }, params: { run_id: d.run_id },
+    const { path, params } = runPath(d.id, `/${action}`);
+    await api(path, {
+      method: "POST", body: { reason: "from the web UI" }, params: { ...params, run_id: d.run_id },
     });
     showError("");
     await refresh();
