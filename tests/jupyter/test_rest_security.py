@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import pytest
 from tornado.httpclient import HTTPClientError, HTTPResponse
 
 from engine import Client, workflow
-
-from .test_server_ext import Sleeper, _store_state  # noqa: F401  (the fixtures' workflows)
+from tests.conftest import _fresh_pg_schema
 
 #: Ids that a careless router would confuse with each other or with another endpoint.
 TRICKY_IDS = ["a", "b", "a/b", "..", ".", "a%2Fb", "%2F", "x/../a", "a/history", " a", "?a#b"]
@@ -27,9 +26,13 @@ class Idle:
         await workflow.wait_condition(lambda: False)
 
 
-@pytest.fixture
-def db_url(tmp_path: Any) -> str:
-    return f"sqlite:///{tmp_path / 'store' / 'durable.db'}"
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[str]:
+    """The extension's database, on each backend."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store' / 'durable.db'}"
+    else:
+        yield from _fresh_pg_schema()
 
 
 @pytest.fixture
