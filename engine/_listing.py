@@ -61,7 +61,7 @@ class WorkflowExecutionAsyncIterator:
 
     async def fetch_next_page(self, *, page_size: int | None = None) -> None:
         """Fetch the next page into :attr:`current_page` and move :attr:`next_page_token`."""
-        size = page_size or self._page_size
+        size = min(page_size or self._page_size, _MAX_PAGE_SIZE)
         if self._limit is not None:
             size = min(size, self._limit - self._fetched)
         if (self._started and self.next_page_token is None) or size <= 0:
@@ -126,6 +126,10 @@ class WorkflowExecutionAsyncIterator:
         return item
 
 
+#: The largest page read at once (a larger ``page_size`` overflows SQL's LIMIT).
+_MAX_PAGE_SIZE = 2**31 - 1
+
+
 def _encode_page_token(position: tuple[float, str]) -> bytes:
     text = json.dumps({"v": 1, "start": position[0], "run": position[1]})
     return base64.urlsafe_b64encode(text.encode())
@@ -137,8 +141,9 @@ def _decode_page_token(token: bytes | None) -> tuple[float, str] | None:
     try:
         data = json.loads(base64.urlsafe_b64decode(token))
         start, run = float(data["start"]), data["run"]
-        if not math.isfinite(start) or not isinstance(run, str):
+        if not math.isfinite(start) or not isinstance(run, str) or "\x00" in run:
             raise ValueError("not a position")
+        run.encode("utf-8")  # a lone surrogate: UnicodeEncodeError, no driver can send it
         return start, run
     except (ValueError, TypeError, KeyError, OverflowError) as err:
         raise InvalidArgumentError(

@@ -43,7 +43,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ._cli_db import add_db_commands
+from ._cli_db import add_db_commands, check_path
 from .client import Client, WorkflowExecution, WorkflowExecutionDescription
 from .exceptions import DurableError
 from .history import WorkflowHistory
@@ -155,9 +155,10 @@ def _parse_json_inputs(values: Sequence[str] | None, option: str) -> list[Any]:
     for text in values or ():
         try:
             parsed.append(json.loads(text))
-        except json.JSONDecodeError as err:
+        except (ValueError, RecursionError) as err:  # also 5,000 digits, deep nesting
             raise CommandError(
-                f"{option} {text!r} is not valid JSON ({err.msg}); quote strings as JSON, "
+                f"{option} {text[:200]!r} is not valid JSON "
+                f"({getattr(err, 'msg', None) or _one_line(str(err))}); quote strings as JSON, "
                 f"e.g. {option} '\"Ada\"'"
             ) from err
     return parsed
@@ -459,6 +460,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.run_id and len(ids) > 1:
         raise CommandError("--run-id needs exactly one workflow id")
     to_stdout = args.output == "-"
+    if args.output and not to_stdout:
+        check_path(args.output, "--output")
     if args.format == "json" and len(ids) > 1 and (not args.output or to_stdout):
         raise CommandError(
             "exporting several histories as JSON needs --output DIRECTORY (one file each)"
@@ -559,7 +562,7 @@ def _load_history(path: str) -> WorkflowHistory:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError as err:
         raise CommandError(f"{path}: no such file") from err
-    except (OSError, UnicodeDecodeError) as err:
+    except (OSError, ValueError) as err:  # ValueError: undecodable, or NUL in the path
         raise CommandError(f"{path}: cannot read: {_one_line(str(err))}") from err
     try:
         history = WorkflowHistory.from_json(file.stem, text)
@@ -626,9 +629,9 @@ def _seconds_arg(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text[:50]!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or value <= 0 or value >= timedelta.max.total_seconds():
         raise argparse.ArgumentTypeError(
-            f"{text[:50]!r} is not a positive, finite number of seconds"
+            f"{text[:50]!r} is not a positive, finite number of seconds (below 8.6e13)"
         )
     return value
 

@@ -370,7 +370,7 @@ class PayloadConverter:
         if encoding == _ENCODING_JSON:
             try:
                 value = json.loads(payload.data)
-            except (ValueError, UnicodeDecodeError) as err:
+            except (ValueError, RecursionError) as err:  # RecursionError: deep nesting
                 raise ValueError(
                     f"payload with encoding json/plain holds invalid JSON: {err}"
                 ) from err

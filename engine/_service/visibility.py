@@ -57,6 +57,7 @@ def parse_filter(query: str | None) -> dict[str, Any]:
                 f"unknown attribute {name!r} in the list filter {query!r}; known: "
                 + ", ".join(_COLUMNS)
             )
+        wanted: str | int = value
         if column == "status":
             status = _STATUSES.get(value.replace("_", "").replace(" ", "").lower())
             if status is None:
@@ -64,7 +65,11 @@ def parse_filter(query: str | None) -> dict[str, Any]:
                     f"unknown ExecutionStatus {value!r}; known: Running, Completed, Failed, "
                     "Canceled, Terminated, ContinuedAsNew, TimedOut"
                 )
-            filters[column] = int(status)
-        else:
-            filters[column] = value
+            wanted = int(status)
+        if filters.get(column, wanted) != wanted:  # AND of two values: no run has both
+            raise InvalidArgumentError(
+                f"{name} is given two different values in the list filter {query!r}: "
+                "no run matches both; give each attribute once"
+            )
+        filters[column] = wanted
     return filters
