@@ -736,7 +736,9 @@ class StoreUnavailableError(StoreError, RPCError):
         self.database = database
         """The database (password hidden)."""
         self.waited = waited
-        """How long the operation waited, in seconds."""
+        """How long the operation waited, in seconds (since it was asked for)."""
+        self.retries = retries
+        """How many times it was tried again."""
 
 
 class InvalidArgumentError(DurableError, ValueError):

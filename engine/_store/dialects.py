@@ -110,8 +110,28 @@ def create_engine(url: URL, *, fsync: bool) -> sa.Engine:
             "(or pip install 'psycopg[binary]')"
         ) from err
     return sa.create_engine(
-        url, pool_size=8, max_overflow=8, pool_recycle=3600, isolation_level="READ COMMITTED"
+        url,
+        pool_size=8,
+        max_overflow=8,
+        pool_recycle=3600,
+        isolation_level="READ COMMITTED",
+        connect_args=PG_CONNECT_ARGS,
     )
+
+
+#: libpq settings of every PostgreSQL connection: a connection attempt gives up after 5 s
+#: (a server that accepts nothing, e.g. behind a partition, would otherwise hang it for
+#: ever: the store's retry time is only checked between attempts), and TCP keepalives
+#: plus ``tcp_user_timeout`` end an open connection whose peer has gone silent within
+#: about 15 s. A URL's own query parameters (``?connect_timeout=...``) take precedence.
+PG_CONNECT_ARGS: dict[str, Any] = {
+    "connect_timeout": 5,
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 15_000,
+}
 
 
 def _sqlite_engine(url: URL, *, fsync: bool) -> sa.Engine:
@@ -196,10 +216,11 @@ class PostgresListener:
         delay = 0.1
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5) as conn:
+                with psycopg.connect(self._conninfo, autocommit=True, **PG_CONNECT_ARGS) as conn:
                     conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     self.connections += 1
                     delay = 0.1
+                    reconnected = lost_since is not None
                     if lost_since is not None:
                         log.warning(
                             "listening for wake-ups on %s again, after %.1f s",
@@ -207,7 +228,7 @@ class PostgresListener:
                             time.monotonic() - lost_since,
                         )
                         lost_since = None
-                    if self.connections > 1 and self._on_reconnect is not None:
+                    if reconnected and self._on_reconnect is not None:
                         self._on_reconnect()  # poll once for what went by unheard
                     while not self._stop.is_set():
                         for note in conn.notifies(timeout=0.5, stop_after=64):

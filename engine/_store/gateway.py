@@ -33,6 +33,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -112,8 +113,7 @@ class Store:
                     f"cannot open the database {self.display_url}: {err.orig}. Check that "
                     "the server is running and the URL (host, port, user, database) is right."
                 ) from err
-        if waiting is not None:
-            self.outage.up()
+        self.outage.up()
         if self.postgres:
             self._listener = PostgresListener(self.url, self._remote_notify, self.notifier.wake_all)
             self._listener.start()
@@ -131,9 +131,9 @@ class Store:
         loop = asyncio.get_running_loop()
         if self._writer is not None:
             fut: asyncio.Future[T] = loop.create_future()
-            self._writer.submit(fn, args, loop, fut)
+            self._writer.submit(fn, args, loop, fut, time.monotonic())
             return await fut
-        return await loop.run_in_executor(self._executor, self._run, fn, args)
+        return await loop.run_in_executor(self._executor, self._run, fn, args, time.monotonic())
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(tx, *args)`` in a read-only transaction: one consistent snapshot of
@@ -148,7 +148,7 @@ class Store:
         loop = asyncio.get_running_loop()
         executor = self._readers.executor if self._readers is not None else self._executor
         try:
-            running = loop.run_in_executor(executor, self._read, fn, args)
+            running = loop.run_in_executor(executor, self._read, fn, args, time.monotonic())
         except RuntimeError as err:  # shut down since the check above
             raise StoreError("the store is closed") from err
         return await running
@@ -157,29 +157,37 @@ class Store:
         """:meth:`read` on the calling thread (for tools and tests)."""
         return self._read(fn, args)
 
-    def _read(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    def _read(self, fn: Callable[..., T], args: tuple[Any, ...], since: float | None = None) -> T:
         if self._readers is not None:
-            return self._readers.run(fn, args)
-        return self._run_pooled(fn, args, read_only=True)
+            return self._readers.run(fn, args, since)
+        return self._run_pooled(fn, args, read_only=True, since=since)
 
     def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(tx, *args)`` in a transaction on the calling thread (for tools and tests)."""
         return self._run(fn, args)
 
-    def _run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    def _run(self, fn: Callable[..., T], args: tuple[Any, ...], since: float | None = None) -> T:
         if self._writer is not None and threading.current_thread() is not self._writer.thread:
             done: concurrent.futures.Future[T] = concurrent.futures.Future()
-            self._writer.submit(fn, args, None, done)
+            self._writer.submit(fn, args, None, done, since or time.monotonic())
             return done.result()
-        return self._run_pooled(fn, args, read_only=False)
+        return self._run_pooled(fn, args, read_only=False, since=since)
 
-    def _run_pooled(self, fn: Callable[..., T], args: tuple[Any, ...], *, read_only: bool) -> T:
+    def _run_pooled(
+        self,
+        fn: Callable[..., T],
+        args: tuple[Any, ...],
+        *,
+        read_only: bool,
+        since: float | None = None,
+    ) -> T:
         """One transaction on a connection of the engine's pool.
 
         A failure that may pass (a lost or refused connection, a serialization failure, a
         deadlock: :func:`~engine._store.outage.classify`) runs the whole transaction again,
         after a backoff, until :attr:`retry_config` says to give up
-        (:class:`~engine.exceptions.StoreUnavailableError`)."""
+        (:class:`~engine.exceptions.StoreUnavailableError`), counting from ``since`` (when
+        the caller asked: time spent queued for a thread counts)."""
         waiting: Waiting | None = None
         while True:
             conn: sa.Connection | None = None
@@ -191,7 +199,7 @@ class Store:
                     kind = classify(err)
                     if kind is None:
                         raise self._translate(getattr(err, "orig", None) or err) from err
-                    waiting = waiting or self._waiting()
+                    waiting = waiting or self._waiting(since)
                     waiting.pause(err, kind, connecting=True)
                     continue
                 if read_only and self.postgres:
@@ -217,7 +225,7 @@ class Store:
                     with contextlib.suppress(Exception):
                         conn.invalidate()
                 log.debug("running a transaction again after %s (%s)", kind, err)
-                waiting = waiting or self._waiting()
+                waiting = waiting or self._waiting(since)
                 waiting.pause(err, kind, connecting=False)
                 continue
             finally:
@@ -226,17 +234,24 @@ class Store:
                         _pg_restore(conn, saved)
                     with contextlib.suppress(Exception):
                         conn.close()
-            if waiting is not None and waiting.unreachable:
-                self.outage.up()
+            # Every success, not only one that waited: the operations that waited may all
+            # have given up (StoreUnavailableError) before the database came back.
+            self.outage.up()
             _run_effects(tx.after)
             self.notifier.notify_many(tx.wakeups, tx.messages)
             return result
 
-    def _waiting(self) -> Waiting:
-        """The waits of an operation that just failed for the first time."""
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (nothing it is asked will be done)."""
+        return self._closed
+
+    def _waiting(self, since: float | None = None) -> Waiting:
+        """The waits of an operation that just failed for the first time (asked for at
+        ``since``, ``time.monotonic()``; now if not given)."""
         if self._closed:
             raise StoreError("the store is closed")
-        return Waiting(self.retry_config, self.outage, self._closing)
+        return Waiting(self.retry_config, self.outage, self._closing, since)
 
     def _remote_notify(self, payload: str) -> None:
         """A wake-up from PostgreSQL: ``<store token>:<channel>``. This store's own are
@@ -272,7 +287,9 @@ class Store:
         self.engine.dispose()
 
 
-_Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.AbstractEventLoop | None", Any]
+#: A change for the writer: function, arguments, the caller's loop and future, and when it
+#: was asked for (``time.monotonic()``: the retry time counts from then).
+_Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.AbstractEventLoop | None", Any, float]
 
 
 class _BatchingWriter:
@@ -297,8 +314,9 @@ class _BatchingWriter:
         args: tuple[Any, ...],
         loop: asyncio.AbstractEventLoop | None,
         fut: Any,
+        since: float,
     ) -> None:
-        self._queue.put((fn, args, loop, fut))
+        self._queue.put((fn, args, loop, fut, since))
 
     def stop(self) -> None:
         self._queue.put(None)
@@ -339,7 +357,7 @@ class _BatchingWriter:
             pending: list[dict[str, Any]] = []
             try:
                 with _immediate(conn):
-                    for fn, args, _, _ in batch:
+                    for fn, args, _, _, _ in batch:
                         # One StoreTx each: a change may withdraw its own wake-ups (an
                         # eager hand-off), never another caller's.
                         tx = StoreTx(conn, postgres=False, pending_events=pending)
@@ -356,13 +374,13 @@ class _BatchingWriter:
                 _deliver_all(
                     [
                         (loop, fut, result)
-                        for (_, _, loop, fut), result in zip(batch, results, strict=True)
+                        for (_, _, loop, fut, _), result in zip(batch, results, strict=True)
                     ]
                 )
                 return
-        for fn, args, loop, fut in batch:
+        for fn, args, loop, fut, since in batch:
             try:
-                result, tx = self._run_one(conn, fn, args)
+                result, tx = self._run_one(conn, fn, args, since)
             except BaseException as err:  # delivered to the caller, who raises it
                 _deliver(loop, fut, None, err)
             else:
@@ -371,7 +389,7 @@ class _BatchingWriter:
                 _deliver(loop, fut, result, None)
 
     def _run_one(
-        self, conn: sa.Connection, fn: Callable[..., Any], args: tuple[Any, ...]
+        self, conn: sa.Connection, fn: Callable[..., Any], args: tuple[Any, ...], since: float
     ) -> tuple[Any, StoreTx]:
         """One change in a transaction of its own; a database locked by another process
         past the busy timeout is waited for as the store's retry configuration says."""
@@ -387,7 +405,7 @@ class _BatchingWriter:
                 kind = classify(err)
                 if kind is None:
                     raise self.store._translate(getattr(err, "orig", err)) from err
-                waiting = waiting or self.store._waiting()
+                waiting = waiting or self.store._waiting(since)
                 waiting.pause(err, kind, connecting=False)
 
 
@@ -443,11 +461,15 @@ class _SqliteReaders:
                 conn.invalidate()
                 conn.close()
 
-    def run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        """Run the read ``fn(tx, *args)`` on this thread's connection."""
+    def run(self, fn: Callable[..., T], args: tuple[Any, ...], since: float | None = None) -> T:
+        """Run the read ``fn(tx, *args)`` on this thread's connection (asked for at
+        ``since``, from which the retry time counts)."""
         waiting: Waiting | None = None
         while True:
-            conn = self._connection()
+            try:
+                conn = self._connection()
+            except (DBAPIError, sqlite3.Error) as err:
+                raise self.store._translate(getattr(err, "orig", None) or err) from err
             driver = conn.connection.driver_connection
             assert driver is not None
             try:
@@ -460,7 +482,7 @@ class _SqliteReaders:
             except sqlite3.OperationalError as err:
                 if classify(err) == CONTENTION:
                     log.debug("read found the database busy (%s); reading again", err)
-                    waiting = waiting or self.store._waiting()
+                    waiting = waiting or self.store._waiting(since)
                     waiting.pause(err, CONTENTION, connecting=False)
                     continue
                 if "readonly" not in str(err).lower():
@@ -550,9 +572,21 @@ def _is_driver_error(err: BaseException) -> bool:
 
 
 def _restarting(err: DBAPIError) -> bool:
-    """Whether PostgreSQL refused a connection because it is starting up or shutting down
-    (SQLSTATE 57P03, "cannot connect now")."""
-    return getattr(err.orig, "sqlstate", None) == "57P03"
+    """Whether PostgreSQL refused a connection because it is starting up, shutting down or
+    recovering (SQLSTATE 57P03, "cannot connect now"). psycopg reports a refused
+    connection without its SQLSTATE, so libpq's message is read too."""
+    if getattr(err.orig, "sqlstate", None) == "57P03":
+        return True
+    text = str(err.orig).lower()
+    return any(
+        words in text
+        for words in (
+            "the database system is starting up",
+            "the database system is shutting down",
+            "the database system is not yet accepting connections",
+            "the database system is in recovery mode",
+        )
+    )
 
 
 def _deliver_all(items: list[tuple[asyncio.AbstractEventLoop | None, Any, Any]]) -> None:

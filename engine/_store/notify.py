@@ -89,7 +89,9 @@ class Notifier:
         wake-ups from other processes may have been missed, e.g. while the PostgreSQL
         LISTEN connection was down)."""
         with self._lock:
-            channels = set(self._waiters)
+            # Every channel known, not only those waited on now: a poller between its
+            # poll and its wait (``since=`` a generation) must see a change too.
+            channels = set(self._waiters) | set(self._generations)
         self.notify_many(channels)
 
     def message(self, channel: str) -> Any:

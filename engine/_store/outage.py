@@ -71,7 +71,8 @@ class RetryConfig:
     max_elapsed_time_millis: int | None = 60_000
     """How long one operation waits in all before it raises (Temporal's: 10000)."""
     max_retries: int = 0
-    """How many times one operation is tried again at most; 0: no limit (Temporal's: 10)."""
+    """How many tries one operation gets at most, the first included; 0: no limit
+    (Temporal's: 10)."""
 
     def __post_init__(self) -> None:
         for name in ("initial_interval_millis", "max_interval_millis", "max_retries"):
@@ -179,13 +180,20 @@ class Outage:
 class Waiting:
     """The waits of one operation that failed; made at its first failure only."""
 
-    def __init__(self, config: RetryConfig, outage: Outage, closing: threading.Event) -> None:
+    def __init__(
+        self,
+        config: RetryConfig,
+        outage: Outage,
+        closing: threading.Event,
+        since: float | None = None,
+    ) -> None:
         self.config = config
         self.outage = outage
         self.closing = closing
-        self.started = time.monotonic()
+        #: When the operation was asked for: time it spent queued counts too.
+        self.started = time.monotonic() if since is None else since
         self.retries = 0
-        self._interval = config.initial_interval_millis / 1000.0
+        self._interval = min(config.initial_interval_millis, config.max_interval_millis) / 1000.0
         self._lost_in_a_row = 0
         self.unreachable = False
 
@@ -199,7 +207,8 @@ class Waiting:
             self.unreachable = True
             self.outage.down(err, config)
         limit = config.max_elapsed_time_millis
-        if (config.max_retries and self.retries > config.max_retries) or (
+        # As sdk-core counts: ``max_retries`` tries in all, the first included.
+        if (config.max_retries and self.retries >= config.max_retries) or (
             limit is not None and elapsed * 1000 >= limit
         ):
             raise StoreUnavailableError(

@@ -232,8 +232,6 @@ class ActivityRunner(Poller[ActivityTask]):
         limits = getattr(client, "payload_limits", None)
         self._payloads_warn_size = limits.payloads_warn_size if limits is not None else 0
         self._shutdown = activity_api._Signal(None)
-        #: Set at the end of a stop: outcomes that cannot be recorded are given up on.
-        self._abandoned = False
 
     def _register(self, handoffs: Handoffs) -> None:
         handoffs.register_activities(self)
@@ -469,9 +467,7 @@ class ActivityRunner(Poller[ActivityTask]):
     ) -> None:
         what = f"the outcome of activity {task.activity_id} (run {task.run_id})"
         try:
-            await until_accepted(
-                lambda: record(task, value, None), what, abandoned=lambda: self._abandoned
-            )
+            await until_accepted(lambda: record(task, value, None), what, abandoned=self._gave_up)
         except ActivityNotFoundError as err:
             log.debug("activity result dropped: %s", err)
         except StoreError as err:

@@ -108,6 +108,8 @@ class Poller(ABC, Generic[T]):
         self.slots = Slots(max_concurrent)
         self._channel = channel
         self._stopping = False
+        #: Set at the end of a stop: what cannot be recorded any more is given up on.
+        self._abandoned = False
         #: The loop the runner polls on; it takes hand-offs only from code on that loop.
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -122,6 +124,11 @@ class Poller(ABC, Generic[T]):
     @abstractmethod
     def _register(self, handoffs: Handoffs) -> None:
         """Offer this runner's half of the hand-off protocol."""
+
+    def _gave_up(self) -> bool:
+        """Whether work that could not be recorded is not sent again: the runner stopped,
+        or its store was closed (nothing sent to it would ever be done)."""
+        return self._abandoned or self.service.store.closed
 
     def _on_loop(self) -> bool:
         """Whether the caller runs on this runner's loop and it still takes work."""

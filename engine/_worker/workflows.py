@@ -133,8 +133,6 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         self._cache_next: dict[str, int] = {}
         self._cached_view = MappingProxyType(self._cache_next)
         self._inflight: set[asyncio.Task[None]] = set()
-        #: Set at the end of a stop: completions that cannot be recorded are given up on.
-        self._abandoned = False
         self._reported_slow: set[str] = set()
 
     # -- definitions --------------------------------------------------------------------
@@ -360,7 +358,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
                     task, commands, self.identity, eager.count, rejections, flags
                 ),
                 f"the completion of a workflow task of {task.workflow_id} (run {task.run_id})",
-                abandoned=lambda: self._abandoned,
+                abandoned=self._gave_up,
             )
         except TaskNotFoundError as err:
             log.info("workflow task dropped: %s", err)
@@ -482,7 +480,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
                 task, commands, self.identity, 0, rejections, flags, heartbeat=True
             ),
             f"a workflow task heartbeat of run {task.run_id}",
-            abandoned=lambda: self._abandoned,
+            abandoned=self._gave_up,
         )
         self.metrics.workflow_tasks_completed += 1
         if not completion.accepted or completion.next_task is None:
@@ -559,7 +557,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             await until_accepted(
                 lambda: self.service.fail_workflow_task(task, cause, failure, self.identity),
                 f"the failure of a workflow task of run {task.run_id}",
-                abandoned=lambda: self._abandoned,
+                abandoned=self._gave_up,
             )
         except TaskNotFoundError:
             pass

@@ -371,3 +371,87 @@ async def test_a_restart_with_200_workflows_in_flight(
         text = caplog.text
         assert "crashed" not in text, text[:4000]
         assert "Traceback" not in text, text[:4000]
+
+
+# -- what the review of the first version found ------------------------------------------
+
+
+def test_a_refused_connection_of_a_restarting_server_is_recognised() -> None:
+    """psycopg reports a refused connection without its SQLSTATE: libpq's message says
+    whether the server is restarting (the text below is what a shutting-down server sent
+    in test_an_outage_is_waited_out_and_logged_once)."""
+    import sqlalchemy.exc
+
+    from engine._store.gateway import _restarting
+
+    def refused(text: str) -> sqlalchemy.exc.DBAPIError:
+        return sqlalchemy.exc.OperationalError("connect", {}, psycopg.OperationalError(text))
+
+    prefix = 'connection failed: connection to server at "127.0.0.1", port 5 failed: FATAL:  '
+    assert _restarting(refused(prefix + "the database system is shutting down"))
+    assert _restarting(refused(prefix + "the database system is starting up"))
+    assert not _restarting(refused(prefix + 'password authentication failed for user "x"'))
+    assert not _restarting(refused("connection refused"))
+
+
+def test_waking_everyone_reaches_a_poller_between_its_poll_and_its_wait() -> None:
+    from engine._store.notify import Notifier
+
+    notifier = Notifier()
+    notifier.notify("queue")
+    seen = notifier.generation("queue")  # a poller read this, polled, and is about to wait
+    notifier.wake_all()
+    assert notifier.generation("queue") != seen
+
+
+async def test_resending_stops_once_abandoned() -> None:
+    from engine._worker.resend import until_accepted
+
+    calls: list[int] = []
+
+    async def send() -> None:
+        calls.append(1)
+        raise StoreError("the store is closed")
+
+    with pytest.raises(StoreError, match="closed"):
+        await until_accepted(send, "something", abandoned=lambda: len(calls) >= 3)
+    assert len(calls) == 3
+
+
+async def test_an_outage_past_the_retry_time_is_still_logged_back_and_again(
+    cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every waiting operation gave up before the database came back: the first success
+    afterwards logs that it is back, and the next outage is logged again."""
+    async with await Client.connect(
+        cluster.url, retry_config=RetryConfig(max_elapsed_time_millis=1000)
+    ) as client:
+        handle = await client.start_workflow(ThreeSteps.run, 1, id="w", task_queue="q")
+        with caplog.at_level(logging.WARNING, logger="engine.store"):
+            for _ in range(2):
+                await asyncio.to_thread(cluster.stop)
+                with pytest.raises(StoreUnavailableError):
+                    await handle.describe()
+                await asyncio.to_thread(cluster.start)
+                assert (await handle.describe()).id == "w"
+        lines = [r.getMessage() for r in caplog.records if r.name == "engine.store"]
+        assert len([m for m in lines if "is unreachable" in m]) == 2, lines
+        assert len([m for m in lines if "answers again" in m]) == 2, lines
+
+
+async def test_the_retry_time_counts_from_when_an_operation_was_asked_for(cluster) -> None:
+    """Operations queued for a store thread while the database is down do not each get a
+    whole retry time of their own once a thread takes them: the time counts from the call
+    (on PostgreSQL six threads serve every caller)."""
+    async with await Client.connect(
+        cluster.url, retry_config=RetryConfig(max_elapsed_time_millis=1000)
+    ) as client:
+        handle = await client.start_workflow(ThreeSteps.run, 1, id="w", task_queue="q")
+        await asyncio.to_thread(cluster.stop)
+        outcomes = await asyncio.gather(
+            *(handle.describe() for _ in range(30)), return_exceptions=True
+        )
+        assert all(isinstance(o, StoreUnavailableError) for o in outcomes), outcomes
+        # The last ones waited in the queue past their time: one try each, no retry.
+        late = [o for o in outcomes if o.retries == 1]
+        assert late and all(o.waited >= 1.0 for o in late)
