@@ -62,6 +62,15 @@ async def _check_all(client: Client, handles: list) -> dict[str, int]:
     return {"activity_attempts_rerun": retried, "workflow_tasks_timed_out": timed_out}
 
 
+def _thaw_due(workers: list[WorkerProcess], frozen: dict[int, float]) -> None:
+    """Thaw the frozen workers whose time has come (``frozen``: index -> when)."""
+    now = time.monotonic()
+    for i, at in list(frozen.items()):
+        if at <= now:
+            workers[i].thaw()
+            del frozen[i]
+
+
 async def _chaos(url: str, task_queue: str, tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     workers = [WorkerProcess(url, task_queue, tmp_path) for _ in range(3)]
@@ -93,11 +102,7 @@ async def _chaos(url: str, task_queue: str, tmp_path: Path, seed: int) -> None:
         for action in plan:
             await asyncio.sleep(rng.uniform(0.3, 0.8))
             while True:
-                now = time.monotonic()
-                for i, at in list(frozen.items()):
-                    if at <= now:
-                        workers[i].thaw()
-                        del frozen[i]
+                _thaw_due(workers, frozen)
                 healthy = [i for i in range(3) if i not in frozen]
                 if len(healthy) >= 2:
                     break
@@ -112,11 +117,7 @@ async def _chaos(url: str, task_queue: str, tmp_path: Path, seed: int) -> None:
                 freezes += 1
                 frozen[i] = time.monotonic() + rng.uniform(1.0, 3.0)
         while frozen:
-            now = time.monotonic()
-            for i, at in list(frozen.items()):
-                if at <= now:
-                    workers[i].thaw()
-                    del frozen[i]
+            _thaw_due(workers, frozen)
             await asyncio.sleep(0.05)
         await starting
         results = asyncio.gather(*(h.result() for h in handles))

@@ -24,10 +24,8 @@ from __future__ import annotations
 import base64
 import json
 import urllib.parse
-from collections.abc import Callable, Coroutine
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,27 +33,6 @@ from engine import Client
 
 from .test_rest_security import Idle
 from .test_server_ext import _store_state
-
-
-@pytest.fixture
-def db_url(tmp_path: Any) -> str:
-    return f"sqlite:///{tmp_path / 'store' / 'durable.db'}"
-
-
-@pytest.fixture
-def jp_server_config(db_url: str) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"kernel_ext": True}},
-        "DurableExtension": {"database_url": db_url},
-    }
-
-
-@pytest.fixture
-def run(jp_asyncio_loop: Any) -> Callable[[Coroutine[Any, Any, Any]], Any]:
-    """Run a coroutine on the server's loop (where the extension's client lives)."""
-    runner: Callable[[Coroutine[Any, Any, Any]], Any] = jp_asyncio_loop.run_until_complete
-    return runner
-
 
 RUN_IDS = ["idle-1", "idle-2", "a/b"]
 ENDPOINTS = ["history", "attempts", "compact", "timeline", "signal", "query", "update"]

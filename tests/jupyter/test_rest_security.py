@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,19 +33,6 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[str]:
         yield f"sqlite:///{tmp_path / 'store' / 'durable.db'}"
     else:
         yield from _fresh_pg_schema()
-
-
-@pytest.fixture
-def jp_server_config(db_url: str) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"kernel_ext": True}},
-        "DurableExtension": {"database_url": db_url},
-    }
-
-
-@pytest.fixture
-def run(jp_asyncio_loop: Any) -> Callable[[Coroutine[Any, Any, Any]], Any]:
-    return jp_asyncio_loop.run_until_complete
 
 
 def _segment(workflow_id: str) -> str:

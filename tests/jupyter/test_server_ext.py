@@ -6,7 +6,6 @@ import asyncio
 import base64
 import json
 import os
-from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -75,25 +74,6 @@ class Sleeper:
     @workflow.run
     async def run(self) -> None:
         await workflow.sleep(timedelta(hours=1))
-
-
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'store' / 'durable.db'}"
-
-
-@pytest.fixture
-def jp_server_config(db_url: str) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"kernel_ext": True}},
-        "DurableExtension": {"database_url": db_url},
-    }
-
-
-@pytest.fixture
-def run(jp_asyncio_loop: asyncio.AbstractEventLoop) -> Callable[[Coroutine[Any, Any, Any]], Any]:
-    """Run a coroutine on the server's loop (where the extension's client lives)."""
-    return jp_asyncio_loop.run_until_complete
 
 
 def _json(response: Any) -> Any:
