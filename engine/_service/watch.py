@@ -30,12 +30,16 @@ class CloseWatcher:
         self.interval = interval
         self._waiting: Counter[str] = Counter()
         self._tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+        #: Waiters per event loop: a loop's poll stops with its last waiter, so no task is
+        #: left pending on a loop its owner closes right after (a notebook cell, a test).
+        self._per_loop: Counter[asyncio.AbstractEventLoop] = Counter()
 
     @contextlib.contextmanager
     def watching(self, run_id: str) -> Iterator[None]:
         """Include ``run_id`` in the shared poll while the block runs."""
         self._waiting[run_id] += 1
         loop = asyncio.get_running_loop()
+        self._per_loop[loop] += 1
         task = self._tasks.get(loop)
         if task is None or task.done():
             self._tasks[loop] = loop.create_task(self._poll(), name="durable-close-watch")
@@ -45,6 +49,12 @@ class CloseWatcher:
             self._waiting[run_id] -= 1
             if self._waiting[run_id] <= 0:
                 del self._waiting[run_id]
+            self._per_loop[loop] -= 1
+            if self._per_loop[loop] <= 0:
+                del self._per_loop[loop]
+                task = self._tasks.pop(loop, None)
+                if task is not None:
+                    task.cancel()
 
     async def _poll(self) -> None:
         notifier = self.service.store.notifier

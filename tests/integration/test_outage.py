@@ -455,3 +455,27 @@ async def test_the_retry_time_counts_from_when_an_operation_was_asked_for(cluste
         # The last ones waited in the queue past their time: one try each, no retry.
         late = [o for o in outcomes if o.retries == 1]
         assert late and all(o.waited >= 1.0 for o in late)
+
+
+def test_a_result_wait_leaves_no_task_behind_on_its_loop(tmp_path) -> None:
+    """The shared close poll of a loop ends with its last waiter: closing the loop right
+    after a result wait leaves no pending task (asyncio would warn it was destroyed)."""
+
+    async def wait_once() -> asyncio.AbstractEventLoop:
+        client = await Client.connect(f"sqlite:///{tmp_path / 'd.db'}")
+        handle = await client.start_workflow(ThreeSteps.run, 1, id="w", task_queue="nobody")
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(handle.result(), 0.2)
+        await asyncio.sleep(0)  # the cancelled poll task runs its cancellation
+        pending = [
+            t for t in asyncio.all_tasks() if t.get_name() == "durable-close-watch" and not t.done()
+        ]
+        await client.close()
+        assert pending == []
+        return asyncio.get_running_loop()
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(wait_once())
+    finally:
+        loop.close()
