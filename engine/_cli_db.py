@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ._model.limits import check_text
 from ._store.backup import backup_sqlite
-from .exceptions import InvalidArgumentError
 
 
 def add_db_commands(
@@ -30,19 +30,8 @@ def add_db_commands(
     p.set_defaults(func=_cmd_backup)
 
 
-def check_path(path: str, what: str) -> None:
-    """Refuse a path holding a NUL or a lone surrogate (SQLite and Arrow take UTF-8)."""
-    bad = "\x00" in path
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        bad = True
-    if bad:
-        raise InvalidArgumentError(f"{what} {path[:200]!r} holds a NUL or a lone surrogate")
-
-
 def _cmd_backup(args: argparse.Namespace) -> int:
-    check_path(args.destination, "DEST")
+    check_text(args.destination, "DEST")  # SQLite takes UTF-8 paths without NUL
     done = backup_sqlite(getattr(args, "db", None), args.destination, overwrite=args.force)
     print(
         f"backed up {done.runs} runs to {done.path} ({done.bytes:,} bytes, {done.pages} pages, "

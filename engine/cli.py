@@ -43,7 +43,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ._cli_db import add_db_commands, check_path
+from ._cli_db import add_db_commands
+from ._model.limits import check_text
 from .client import Client, WorkflowExecution, WorkflowExecutionDescription
 from .exceptions import DurableError
 from .history import WorkflowHistory
@@ -461,7 +462,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise CommandError("--run-id needs exactly one workflow id")
     to_stdout = args.output == "-"
     if args.output and not to_stdout:
-        check_path(args.output, "--output")
+        check_text(args.output, "--output")  # Arrow and open() take UTF-8 without NUL
     if args.format == "json" and len(ids) > 1 and (not args.output or to_stdout):
         raise CommandError(
             "exporting several histories as JSON needs --output DIRECTORY (one file each)"

@@ -1,14 +1,14 @@
 """Waiting out a database that is briefly gone: which errors pass, how long to wait, what to log.
 
 Every store operation (its connection included) goes through :class:`Waiting` when it
-fails in a way that may pass on its own:
+fails in a way that may pass on its own (:func:`classify`):
 
-- **unreachable**: a connection cannot be opened (refused, reset, the server starting up or
-  shutting down). This is an outage: it is logged once when it begins and once when the
-  database answers again (:class:`Outage`), however many operations wait meanwhile.
-- **lost**: an open connection broke in the middle of a transaction (a server restart ends
-  every session). The transaction is rolled back with it and runs again at once on a new
-  connection; only if that cannot connect does it become an outage.
+- **lost**: no answer from the server. While *connecting* (refused, reset, the server
+  starting up or shutting down) this is an outage: it is logged once when it begins and
+  once when the database answers again (:class:`Outage`), however many operations wait
+  meanwhile. On an open connection (a server restart ends every session) the transaction
+  was rolled back with it and runs again at once on a new connection; only if that cannot
+  connect does it become an outage.
 - **contention**: a serialization failure, a deadlock, SQLite busy or locked. Another
   change won; running again at once usually succeeds.
 
@@ -33,7 +33,6 @@ from ..exceptions import InvalidArgumentError, StoreError, StoreUnavailableError
 
 log = logging.getLogger("engine.store")
 
-UNREACHABLE = "unreachable"
 LOST = "lost"
 CONTENTION = "contention"
 
@@ -107,7 +106,7 @@ class RetryConfig:
 
 
 def classify(err: BaseException) -> str | None:
-    """:data:`UNREACHABLE`, :data:`LOST` or :data:`CONTENTION` for an error that may pass by
+    """:data:`LOST` or :data:`CONTENTION` for an error that may pass by
     itself; None for one that will not (a bug, a constraint, a full disk, a bad password)."""
     invalidated = False
     if isinstance(err, DBAPIError):
@@ -195,7 +194,6 @@ class Waiting:
         self.retries = 0
         self._interval = min(config.initial_interval_millis, config.max_interval_millis) / 1000.0
         self._lost_in_a_row = 0
-        self.unreachable = False
 
     def pause(self, err: BaseException, kind: str, *, connecting: bool) -> None:
         """Wait before the next try, or raise :class:`StoreUnavailableError` if the
@@ -203,8 +201,7 @@ class Waiting:
         config = self.config
         self.retries += 1
         elapsed = time.monotonic() - self.started
-        if connecting or kind == UNREACHABLE:
-            self.unreachable = True
+        if connecting:
             self.outage.down(err, config)
         limit = config.max_elapsed_time_millis
         # As sdk-core counts: ``max_retries`` tries in all, the first included.
