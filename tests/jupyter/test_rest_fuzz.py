@@ -31,8 +31,12 @@ from hypothesis import strategies as st
 
 from engine import Client
 
+from . import test_rest_security
 from .test_rest_security import Idle
 from .test_server_ext import _store_state
+
+#: The extension's database on SQLite and on PostgreSQL (test_rest_security's fixture).
+db_url = test_rest_security.db_url
 
 RUN_IDS = ["idle-1", "idle-2", "a/b"]
 ENDPOINTS = ["history", "attempts", "compact", "timeline", "signal", "query", "update"]
