@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from ._ids import random_uuid
 from ._service.types import ActivityRef
 from .activity import ActivityCancellationDetails
 from .exceptions import AsyncActivityCancelledError, InvalidArgumentError
@@ -84,11 +85,20 @@ class AsyncActivityHandle:
         await self._settle(rpc_timeout, rpc_metadata, "completed", payloads)
 
     async def _settle(
-        self, rpc_timeout: timedelta | None, rpc_metadata: Mapping[str, str | bytes], *args: Any
+        self,
+        rpc_timeout: timedelta | None,
+        rpc_metadata: Mapping[str, str | bytes],
+        outcome: str,
+        value: Any,
+        details: list[dict[str, Any]] | None = None,
     ) -> None:
-        settling = self._client.service.settle_activity_by_ref(self._ref, *args)
+        # One request id for every try the store makes: a try whose commit went through
+        # unheard is recognised and not reported as "the activity has ended".
+        settling = self._client.service.settle_activity_by_ref(
+            self._ref, outcome, value, details, random_uuid()
+        )
         await within_rpc_timeout(
-            settling, rpc_timeout, f"reporting the activity {args[0]}", rpc_metadata
+            settling, rpc_timeout, f"reporting the activity {outcome}", rpc_metadata
         )
 
     async def fail(

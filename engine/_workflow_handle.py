@@ -15,6 +15,7 @@ from ._client_updates import (
     WorkflowUpdateStage,
     start_update,
 )
+from ._ids import random_uuid
 from ._json import loads as json_loads
 from ._listing import (
     WorkflowExecutionDescription,
@@ -238,6 +239,8 @@ class WorkflowHandle:
             handler_name(signal, "signal"),
             [p.to_json() for p in payloads],
             self._client.identity,
+            # As temporalio's client: one request id per signal, the same on every try.
+            random_uuid(),
         )
         await within_rpc_timeout(sending, rpc_timeout, "the signal", rpc_metadata)
 
@@ -432,6 +435,7 @@ class WorkflowHandle:
                 details,
                 self._client.identity,
                 self.first_execution_run_id,
+                random_uuid(),
             )
 
         await within_rpc_timeout(terminating(), rpc_timeout, "the terminate", rpc_metadata)

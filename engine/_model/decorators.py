@@ -213,7 +213,7 @@ def activity_name(fn: Any) -> str:
 
 def handler_name(fn: Any, kind: str) -> str:
     """The signal/query/update name of a handler method, or a string as is (checked:
-    at most 1,000 characters, storable text)."""
+    at most 1,000 bytes in UTF-8, storable text)."""
     if isinstance(fn, str):
         return check_id(fn, f"the {kind} name")
     handler = getattr(fn, _HANDLER, None)

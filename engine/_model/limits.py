@@ -1,8 +1,9 @@
 """Checks of what callers name things with, before anything is written: Temporal's limits,
 the same on SQLite and PostgreSQL.
 
-Ids, type names, task queues and signal, query and update names are at most 1,000
-characters (Temporal's ``limit.maxIDLength``), and no text that reaches a database column
+Ids, type names, task queues, request ids and signal, query and update names are at most
+1,000 bytes in UTF-8 (Temporal's ``limit.maxIDLength``, which counts bytes: 250 emoji
+already reach it), and no text that reaches a database column
 may hold NUL (PostgreSQL refuses it; SQLite would keep it and cut it off elsewhere) or a
 lone surrogate (not encodable as UTF-8, so no driver can send it). Messages about a bad
 value quote at most 200 characters of it. Enum options given as members, their integer
@@ -16,7 +17,8 @@ from typing import Any, TypeVar
 
 from ..exceptions import InvalidArgumentError
 
-#: Temporal's ``limit.maxIDLength``: ids, type names, task queues, handler names.
+#: Temporal's ``limit.maxIDLength`` (UTF-8 bytes): ids, type names, task queues, handler
+#: names, request ids.
 MAX_ID_LENGTH = 1000
 #: How much of a bad value an error message quotes.
 QUOTE_LIMIT = 200
@@ -54,15 +56,18 @@ def check_text(value: Any, field: str) -> str:
 
 
 def check_id(value: Any, field: str, *, limit: int = MAX_ID_LENGTH) -> str:
-    """An id or name: a non-empty string of at most ``limit`` characters that can be
+    """An id or name: a non-empty string of at most ``limit`` bytes in UTF-8 that can be
     stored (see :func:`check_text`). Returns it."""
     text = check_text(value, field)
     if not text:
         raise InvalidArgumentError(f"{field} must not be empty")
-    if len(text) > limit:
+    # Most ids are short ASCII: no need to encode those to know their size.
+    size = len(text) if len(text) * 4 <= limit else len(text.encode("utf-8"))
+    if size > limit:
+        chars = "" if size == len(text) else f" ({len(text):,} characters)"
         raise InvalidArgumentError(
-            f"{field} is {len(text):,} characters long; Temporal's limit (and this "
-            f"engine's) is {limit:,}: {quote(text)}"
+            f"{field} is {size:,} bytes long in UTF-8{chars}; Temporal's limit (and this "
+            f"engine's) is {limit:,} bytes: {quote(text)}"
         )
     return text
 

@@ -155,12 +155,18 @@ class ActivityOps:
         outcome: str,
         value: Any,
         heartbeat_details: list[JsonDict] | None = None,
+        request_id: str = "",
     ) -> None:
         """End the current attempt of an activity named by task token or ids:
         ``outcome`` is "completed" (``value``: the result payloads), "failed" (a failure;
         ``heartbeat_details`` go to the next attempt if it is retried) or "canceled"
-        (detail payloads). :class:`ActivityNotFoundError` when no attempt matches."""
-        rs, act = self._activity_by_ref(tx, ref)
+        (detail payloads). :class:`ActivityNotFoundError` when no attempt matches, except
+        for the request (``request_id``) that ended it, run again after an ambiguous
+        commit: that changes nothing and succeeds."""
+        found = self._activity_by_ref(tx, ref, request_id)
+        if found is None:
+            return
+        rs, act = found
         if heartbeat_details:
             tx.update_activity_task(
                 act.run_id, act.scheduled_event_id, heartbeat_details=dumps(heartbeat_details)
@@ -174,13 +180,19 @@ class ActivityOps:
     ) -> bool:
         """Record a heartbeat for an activity named by task token or ids; True when
         cancellation has been requested."""
-        _, act = self._activity_by_ref(tx, ref)
+        found = self._activity_by_ref(tx, ref)
+        assert found is not None
+        _, act = found
         token = (str(act.run_id), int(act.scheduled_event_id), int(act.attempt))
         if details and sum(json_payload_size(p) for p in details) > MAX_PAYLOAD_BYTES:
             return self._heartbeat_too_large(tx, token)
         return activities.heartbeat(tx, token, details, self.clock.now())
 
-    def _activity_by_ref(self, tx: StoreTx, ref: ActivityRef) -> tuple[RunState, Row]:
+    def _activity_by_ref(
+        self, tx: StoreTx, ref: ActivityRef, request_id: str = ""
+    ) -> tuple[RunState, Row] | None:
+        """The run and the current attempt ``ref`` names, locked; None when ``request_id``
+        was recorded on the run already (it is noted otherwise)."""
         now = self.clock.now()
         what = f"activity {ref.activity_id!r} of workflow {ref.workflow_id!r}" + (
             f" (run {ref.run_id})" if ref.run_id else ""
@@ -188,12 +200,17 @@ class ActivityOps:
         run_id = ref.run_id
         if run_id is None:
             found = tx.find_open_run(ref.namespace, ref.workflow_id)
+            if found is None and request_id:
+                # The run this request was for may have closed since its first try.
+                found = tx.find_latest_run(ref.namespace, ref.workflow_id)
             if found is None:
                 raise ActivityNotFoundError(f"{what}: the workflow has no open run")
             run_id = str(found.run_id)
         rs = RunState.lock(tx, run_id, now)
         if rs is None or rs.row.workflow_id != ref.workflow_id or rs.namespace != ref.namespace:
             raise ActivityNotFoundError(f"{what}: no such run in namespace {ref.namespace!r}")
+        if request_id and not tx.claim_request(run_id, request_id, now):
+            return None
         if not rs.is_open:
             raise ActivityNotFoundError(f"{what}: the run has closed")
         if ref.scheduled_event_id is not None:

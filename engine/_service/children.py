@@ -150,14 +150,16 @@ class ChildOps:
 
         def request() -> None:
             tx = rs.tx
+            # Without a run id: the workflow id's current run, open or not (Temporal's).
             row = (
                 tx.get_execution(c.run_id)
                 if c.run_id
                 else tx.find_open_run(rs.namespace, c.workflow_id)
+                or tx.find_latest_run(rs.namespace, c.workflow_id)
             )
             if row is not None:
                 row = tx.lock_execution(row.run_id)
-            if row is None or row.status != S.RUNNING or row.workflow_id != c.workflow_id:
+            if row is None or row.workflow_id != c.workflow_id or row.namespace != rs.namespace:
                 if not rs.is_open:
                     return
                 rs.add_event(
@@ -171,19 +173,23 @@ class ChildOps:
                     },
                 )
             else:
-                other = RunState(tx, row, rs.now)
-                other.record(
-                    "WorkflowExecutionCancelRequested",
-                    {
-                        "externalInitiatedEventId": str(initiated),
-                        "externalWorkflowExecution": {
-                            "workflowId": rs.workflow_id,
-                            "runId": rs.run_id,
-                        },
-                        "identity": identity,
-                    },
-                )
-                other.flush()
+                if row.status == S.RUNNING:
+                    # A run asked already, or one that has closed, takes the request
+                    # without a change, and the requester hears it was delivered (as
+                    # on Temporal).
+                    other = RunState(tx, row, rs.now)
+                    asked = other.request_cancel(
+                        {
+                            "externalInitiatedEventId": str(initiated),
+                            "externalWorkflowExecution": {
+                                "workflowId": rs.workflow_id,
+                                "runId": rs.run_id,
+                            },
+                            "identity": identity,
+                        }
+                    )
+                    if asked:
+                        other.flush()
                 if not rs.is_open:
                     return  # the request goes out; the closed run records nothing more
                 rs.add_event(

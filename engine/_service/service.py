@@ -123,8 +123,17 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
         if open_run is not None and req.start_signal is not None:
             # Signal-with-start of a running workflow: only the signal (as on Temporal,
             # whatever the conflict policy says).
+            if req.request_id and not tx.claim_request(open_run.run_id, req.request_id, now):
+                # Its signal is recorded already: this request again (see above).
+                return StartWorkflowResult(open_run.run_id, started=False)
             rs = RunState(tx, tx.lock_execution(open_run.run_id) or open_run, now)
-            self._record_signal(rs, req.start_signal, req.start_signal_input or [], req.identity)
+            self._record_signal(
+                rs,
+                req.start_signal,
+                req.start_signal_input or [],
+                req.identity,
+                req.request_id,
+            )
             rs.flush()
             return StartWorkflowResult(open_run.run_id, started=False)
         if open_run is not None:
@@ -232,7 +241,9 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
             # the start delay (or the cron schedule's next time), with the signal in it.
             rs.add_event(
                 "WorkflowExecutionSignaled",
-                self._signal_attrs(req.start_signal, req.start_signal_input or [], req.identity),
+                self._signal_attrs(
+                    req.start_signal, req.start_signal_input or [], req.identity, req.request_id
+                ),
             )
         if eager is not None and (req.start_delay > 0 or eager.task_queue != req.task_queue):
             eager = None
@@ -286,23 +297,29 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
         name: str,
         args: list[JsonDict],
         identity: str,
+        request_id: str = "",
     ) -> None:
-        """Record a signal on the open run."""
-        rs = self._open_run(tx, namespace, workflow_id, run_id)
-        self._record_signal(rs, name, args, identity)
+        """Record a signal on the open run (once per ``request_id``: the same request
+        run again after an ambiguous commit records nothing)."""
+        rs = self._open_run_once(tx, namespace, workflow_id, run_id, None, request_id)
+        if rs is None:
+            return
+        self._record_signal(rs, name, args, identity, request_id)
         rs.flush()
 
     @staticmethod
-    def _signal_attrs(name: str, args: list[JsonDict], identity: str) -> JsonDict:
+    def _signal_attrs(name: str, args: list[JsonDict], identity: str, request_id: str) -> JsonDict:
         return {
             "signalName": name,
             "input": {"payloads": args},
             "identity": identity,
-            "requestId": random_uuid(),
+            "requestId": request_id or random_uuid(),
         }
 
-    def _record_signal(self, rs: RunState, name: str, args: list[JsonDict], identity: str) -> None:
-        rs.record("WorkflowExecutionSignaled", self._signal_attrs(name, args, identity))
+    def _record_signal(
+        self, rs: RunState, name: str, args: list[JsonDict], identity: str, request_id: str = ""
+    ) -> None:
+        rs.record("WorkflowExecutionSignaled", self._signal_attrs(name, args, identity, request_id))
 
     @operation
     def request_cancel(
@@ -317,13 +334,21 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
     ) -> None:
         """Ask the run to cancel: delivered into workflow code, which may clean up.
         ``first_execution_run_id``: the run must be of that run's chain (checked under
-        the run's lock, so a new chain started meanwhile is never the one cancelled)."""
-        rs = self._open_run(tx, namespace, workflow_id, run_id, first_execution_run_id)
+        the run's lock, so a new chain started meanwhile is never the one cancelled).
+
+        As on Temporal, asking again, or asking a run that has closed, succeeds and
+        changes nothing (so a request run again after an ambiguous commit is harmless);
+        only a run that does not exist is :class:`WorkflowNotFoundError`."""
+        row = self._target_run(tx, namespace, workflow_id, run_id)
+        if row.status != S.RUNNING:
+            return
+        self._check_chain(tx, row, first_execution_run_id)
+        rs = RunState(tx, row, self.clock.now())
         attrs: JsonDict = {"identity": identity}
         if reason:
             attrs["cause"] = reason
-        rs.record("WorkflowExecutionCancelRequested", attrs)
-        rs.flush()
+        if rs.request_cancel(attrs):
+            rs.flush()
 
     @operation
     def terminate(
@@ -336,10 +361,16 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
         details: list[JsonDict] | None,
         identity: str,
         first_execution_run_id: str | None = None,
+        request_id: str = "",
     ) -> None:
         """End the run at once: no workflow code runs (``first_execution_run_id`` as for
-        :meth:`request_cancel`)."""
-        rs = self._open_run(tx, namespace, workflow_id, run_id, first_execution_run_id)
+        :meth:`request_cancel`). A closed run is :class:`WorkflowNotFoundError`, as on
+        Temporal, except for the request that closed it, run again (``request_id``)."""
+        rs = self._open_run_once(
+            tx, namespace, workflow_id, run_id, first_execution_run_id, request_id
+        )
+        if rs is None:
+            return
         self._terminate(rs, reason, details, identity)
         rs.flush()
 
@@ -373,34 +404,59 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
         run_id: str | None,
         first_execution_run_id: str | None = None,
     ) -> RunState:
+        """The run a request is for, locked, checked to be open."""
+        rs = self._open_run_once(tx, namespace, workflow_id, run_id, first_execution_run_id, "")
+        assert rs is not None
+        return rs
+
+    def _open_run_once(
+        self,
+        tx: StoreTx,
+        namespace: str,
+        workflow_id: str,
+        run_id: str | None,
+        first_execution_run_id: str | None,
+        request_id: str,
+    ) -> RunState | None:
+        """:meth:`_open_run` for request ``request_id`` (none: ""): None when that request
+        has already been recorded on the run (run again after an ambiguous commit); else
+        the request is noted on it."""
+        row = self._target_run(tx, namespace, workflow_id, run_id)
         now = self.clock.now()
-        if run_id:
-            row = tx.lock_execution(run_id)
-            if row is None or row.workflow_id != workflow_id or row.namespace != namespace:
-                raise WorkflowNotFoundError(workflow_id, run_id)
-        else:
-            found = tx.find_open_run(namespace, workflow_id)
-            if found is None:
-                latest = tx.find_latest_run(namespace, workflow_id)
-                if latest is not None:  # say how the latest run ended
-                    raise WorkflowNotFoundError(
-                        workflow_id, latest.run_id, open_only=True, status=S(latest.status).name
-                    )
-                raise WorkflowNotFoundError(workflow_id, None, open_only=True)
-            row = tx.lock_execution(found.run_id)
-            assert row is not None
-        first = first_execution_run_id
-        if first and first not in (row.run_id, row.first_run_id):
-            # Any run of the chain names it (a start that attached to a running run hands
-            # out that run's id), as long as it shares the chain's first run.
-            named = tx.get_execution(first)
-            if named is None or named.first_run_id != row.first_run_id:
-                raise WorkflowNotFoundError(workflow_id, first)
+        if request_id and not tx.claim_request(row.run_id, request_id, now):
+            return None
+        self._check_chain(tx, row, first_execution_run_id)
         if row.status != S.RUNNING:
             raise WorkflowNotFoundError(
                 workflow_id, row.run_id, open_only=True, status=S(row.status).name
             )
         return RunState(tx, row, now)
+
+    @staticmethod
+    def _target_run(tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None) -> Row:
+        """The run named (or the open run of the workflow id; else its latest), locked."""
+        if run_id:
+            row = tx.lock_execution(run_id)
+            if row is None or row.workflow_id != workflow_id or row.namespace != namespace:
+                raise WorkflowNotFoundError(workflow_id, run_id)
+            return row
+        found = tx.find_open_run(namespace, workflow_id) or tx.find_latest_run(
+            namespace, workflow_id
+        )
+        if found is None:
+            raise WorkflowNotFoundError(workflow_id, None, open_only=True)
+        row = tx.lock_execution(found.run_id)
+        assert row is not None
+        return row
+
+    @staticmethod
+    def _check_chain(tx: StoreTx, row: Row, first: str | None) -> None:
+        if first and first not in (row.run_id, row.first_run_id):
+            # Any run of the chain names it (a start that attached to a running run hands
+            # out that run's id), as long as it shares the chain's first run.
+            named = tx.get_execution(first)
+            if named is None or named.first_run_id != row.first_run_id:
+                raise WorkflowNotFoundError(row.workflow_id, first)
 
     # =================================================================================
     # reads

@@ -216,6 +216,15 @@ class RunState:
             if i >= first
         ]
 
+    def request_cancel(self, attrs: JsonDict) -> bool:
+        """Record WorkflowExecutionCancelRequested unless the run was asked already (then
+        nothing changes, as on Temporal: cancelling is idempotent). True if recorded."""
+        if self._changes.get("cancel_requested", column(self.row, "cancel_requested")):
+            return False
+        self._changes["cancel_requested"] = 1
+        self.record("WorkflowExecutionCancelRequested", attrs)
+        return True
+
     def record(
         self, event_type: str, attrs: JsonDict, event_time: float | None = None
     ) -> int | None:
@@ -508,10 +517,7 @@ class RunState:
                 continue
             crs = RunState(self.tx, row, self.now)
             if policy == 3:  # request cancel
-                crs.record(
-                    "WorkflowExecutionCancelRequested",
-                    {"cause": "parent closed (parent close policy REQUEST_CANCEL)"},
-                )
+                crs.request_cancel({"cause": "parent closed (parent close policy REQUEST_CANCEL)"})
             else:
                 crs.flush_buffered()
                 crs.add_event(

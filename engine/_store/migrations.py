@@ -229,6 +229,30 @@ _V10 = (
 )
 
 
+_V11 = (
+    "ALTER TABLE dn_executions ADD COLUMN cancel_requested SMALLINT",
+    # A running run asked to cancel before this column existed keeps saying so.
+    "UPDATE dn_executions SET cancel_requested = 1 WHERE status = 1 AND ("
+    "run_id IN (SELECT run_id FROM dn_history_events "
+    "WHERE event_type = 'WorkflowExecutionCancelRequested') OR "
+    "run_id IN (SELECT run_id FROM dn_buffered_events "
+    "WHERE event_type = 'WorkflowExecutionCancelRequested'))",
+    """CREATE TABLE dn_requests (
+        run_id VARCHAR(64) NOT NULL,
+        request_id TEXT NOT NULL,
+        created_at {double} NOT NULL,
+        PRIMARY KEY (run_id, request_id)
+)""",
+)
+
+
+def _widen_start_request_ids(conn: sa.Connection) -> None:
+    # Temporal takes request ids up to 1,000 bytes. SQLite ignores declared lengths; a
+    # PostgreSQL column declared VARCHAR(64) refused longer ones.
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("ALTER TABLE dn_executions ALTER COLUMN request_id TYPE TEXT"))
+
+
 def _backfill_v10(conn: sa.Connection) -> None:
     """The new run columns of runs from before version 10, from their history: the memo
     (the start event's, with the changes of every WorkflowPropertiesModified after it),
@@ -313,6 +337,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "top-level fields of history events (user metadata); runs' memo, root, execution time",
         _V10,
         _backfill_v10,
+    ),
+    Migration(
+        11,
+        "runs' cancel-requested flag; request ids seen per run; start request ids as text",
+        _V11,
+        _widen_start_request_ids,
     ),
 )
 

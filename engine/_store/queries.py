@@ -42,7 +42,8 @@ _EXEC_COLS = (
     "close_time, first_run_id, parent_workflow_id, parent_run_id, next_event_id, "
     "history_size_bytes, workflow_task_timeout, run_timeout, execution_timeout, new_run_id, "
     "request_id, parent_initiated_event_id, parent_started_event_id, parent_close_policy, "
-    "has_updates, cron_schedule, memo, root_workflow_id, root_run_id, execution_time"
+    "has_updates, cron_schedule, memo, root_workflow_id, root_run_id, execution_time, "
+    "cancel_requested"
 )
 _WFT_COLS = (
     "run_id, namespace, task_queue, state, attempt, scheduled_event_id, scheduled_time, "
@@ -207,6 +208,10 @@ GET_NAMESPACE = Q("SELECT name, retention_seconds, created_at FROM dn_namespaces
 ENSURE_NAMESPACE = Q(
     "INSERT INTO dn_namespaces (name, retention_seconds, created_at) VALUES (:n, :r, :t) "
     "ON CONFLICT (name) DO NOTHING"
+)
+CLAIM_REQUEST = Q(
+    "INSERT INTO dn_requests (run_id, request_id, created_at) VALUES (:run_id, :rid, :t) "
+    "ON CONFLICT (run_id, request_id) DO NOTHING"
 )
 INSERT_QUERY = Q(
     "INSERT INTO dn_queries (namespace, task_queue, run_id, query_type, args, state, created_at) "

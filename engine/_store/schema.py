@@ -13,7 +13,7 @@ from ..common import WorkflowExecutionStatus
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -52,7 +52,8 @@ executions = sa.Table(
     sa.Column("run_timeout", sa.Double, nullable=True),
     sa.Column("execution_timeout", sa.Double, nullable=True),
     sa.Column("new_run_id", sa.String(64), nullable=True),
-    sa.Column("request_id", sa.String(64), nullable=True),
+    # The start's request id (up to 1,000 bytes, as Temporal's; TEXT since migration 11).
+    sa.Column("request_id", sa.Text, nullable=True),
     # Migration 2: child workflows. Where the parent recorded this child, and what
     # happens to this child when its parent closes (1 terminate, 2 abandon, 3 cancel).
     sa.Column("parent_initiated_event_id", sa.Integer, nullable=True),
@@ -71,6 +72,9 @@ executions = sa.Table(
     sa.Column("root_workflow_id", sa.Text, nullable=True),
     sa.Column("root_run_id", sa.String(64), nullable=True),
     sa.Column("execution_time", sa.Double, nullable=True),
+    # Migration 11: 1 once the run has been asked to cancel (NULL: never). Temporal's
+    # IsCancelRequested: a second request, or one for a closed run, changes nothing.
+    sa.Column("cancel_requested", sa.SmallInteger, nullable=True),
 )
 sa.Index(
     "dn_executions_open_workflow_id",
@@ -260,6 +264,18 @@ updates = sa.Table(
     sa.Column("outcome", sa.Text, nullable=True),
 )
 sa.Index("dn_updates_run", updates.c.run_id, updates.c.state)
+
+# Migration 11: the request ids of the signals, terminations and async activity outcomes
+# recorded on a run. A request the store runs again after an ambiguous commit (the COMMIT
+# went out, the answer never came back) finds its id here and changes nothing, as
+# Temporal's request ids do. Deleted with the run.
+requests = sa.Table(
+    "dn_requests",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("request_id", sa.Text, primary_key=True),
+    sa.Column("created_at", sa.Double, nullable=False),
+)
 
 # Constants shared by the store and the service: the numbers of the state columns. The
 # SQL text in queries.py and tx.py is formatted with these (once, when it is imported).

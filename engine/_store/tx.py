@@ -29,6 +29,7 @@ from .queries import (
     ANSWER_QUERY,
     ATTEMPTS_OF_RUN,
     BUFFER_EVENT,
+    CLAIM_REQUEST,
     CLOSE_EVENT,
     DELETE_ACT,
     DELETE_ACTS_OF_RUN,
@@ -105,6 +106,8 @@ class _Cursor(Protocol):
     def fetchall(self) -> list[Row]: ...
     def execute(self, sql: str, params: Any) -> object: ...
     def executemany(self, sql: str, params: Any) -> object: ...
+    @property
+    def rowcount(self) -> int: ...
 
 
 class SqliteRow(sqlite3.Row):
@@ -321,6 +324,13 @@ class StoreTx:
         self._update("dn_executions", {"run_id": run_id}, values)
 
     _LIST_COLUMNS = frozenset({"workflow_id", "run_id", "workflow_type", "task_queue", "status"})
+
+    def claim_request(self, run_id: str, request_id: str, now: float) -> bool:
+        """Note that request ``request_id`` changed run ``run_id``: False if it already
+        had (the same request run again: it must change nothing this time)."""
+        return bool(
+            self._q(CLAIM_REQUEST, {"run_id": run_id, "rid": request_id, "t": now}).rowcount
+        )
 
     def list_executions(
         self,

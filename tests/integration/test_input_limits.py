@@ -5,6 +5,7 @@ anything is written; enums as members, ints or names; messages quote a bad value
 from __future__ import annotations
 
 import asyncio
+import random
 import uuid
 
 import pytest
@@ -29,7 +30,9 @@ class Idle:
 BAD_IDS = {
     "a lone surrogate": ("a\ud800b", "lone surrogate"),
     "a NUL": ("a\x00b", "NUL"),
-    "too long": ("x" * 1001, "1,001 characters long"),
+    "too long": ("x" * 1001, "1,001 bytes long"),
+    # Temporal counts bytes, not characters: 251 emoji are 1,004 bytes.
+    "too long in bytes": ("\N{GRINNING FACE}" * 251, "1,004 bytes long in UTF-8"),
     "empty": ("", "must not be empty"),
 }
 
@@ -45,6 +48,20 @@ async def test_bad_workflow_ids_are_refused_before_anything_is_written(
     with pytest.raises(InvalidArgumentError, match="task_queue"):
         await client.start_workflow(Idle.run, id="fine", task_queue=value or "\x00")
     assert [e async for e in client.list_workflows()] == []
+
+
+async def test_ids_at_the_limit_are_stored_on_both_backends(
+    client: Client, task_queue: str
+) -> None:
+    # 250 distinct astral characters: 1,000 bytes that do not compress, so an index entry
+    # holds all of them (PostgreSQL's B-tree refused 1,000 such characters).
+    rng = random.Random(7)
+    wide = "".join(chr(rng.randrange(0x10000, 0x1FFFF)) for _ in range(250))
+    handle = await client.start_workflow(Idle.run, id=wide, task_queue=wide, request_id="r" * 1000)
+    await handle.signal(wide)
+    described = await client.get_workflow_handle(wide).describe()
+    assert described.id == wide and described.task_queue == wide
+    assert described.run_id == handle.first_execution_run_id
 
 
 async def test_messages_quote_a_huge_value_short(client: Client) -> None:
@@ -123,7 +140,7 @@ async def test_workflow_code_is_held_to_the_same_limits(
             env.client.execute_workflow(ChildWithAHugeId.run, id="parent", task_queue=task_queue),
             30,
         )
-    assert said.startswith("id is 1,001 characters long")
+    assert said.startswith("id is 1,001 bytes long")
     assert len([e async for e in env.client.list_workflows()]) == 1  # no child was written
 
 

@@ -127,6 +127,29 @@ async def _messenger_and_its_targets(
     )
 
 
+async def _a_closed_run_first(
+    client: Any, wf: ModuleType, api: SimpleNamespace, task_queue: str, workflow_id: str
+) -> Any:
+    closed = await client.start_workflow(
+        wf.SignalWF.run, 1, id=f"{workflow_id}-closed", task_queue=task_queue
+    )
+    await closed.terminate(reason="closed before the case starts")
+    await closed.cancel()  # a closed run takes a cancel request without an error
+    return await client.start_workflow(
+        wf.CancelRulesWF.run, closed.id, id=workflow_id, task_queue=task_queue
+    )
+
+
+async def _cancel_twice(handle: Any, wf: ModuleType, api: SimpleNamespace) -> None:
+    await wait_for_event(handle, "ExternalWorkflowExecutionCancelRequested")
+    await handle.cancel()
+    # The workflow task after the request completes before the second one (which
+    # records nothing) and before the signal, so every run records the same events.
+    await wait_for_event(handle, "WorkflowTaskCompleted", 3)
+    await handle.cancel()
+    await handle.signal(wf.CancelRulesWF.finish_now)
+
+
 def _last_event(history: Any) -> tuple[str, JsonDict]:
     """The last event's type name and attributes, in our history or in temporalio's."""
     if isinstance(history, WorkflowHistory):
@@ -357,6 +380,15 @@ CASES: list[Case] = [
             "cancel failed: ExternalWorkflowExecutionNotFound: Unable to cancel external "
             "workflow because not found",
         ],
+    ),
+    Case(
+        "cancel_rules",
+        code.CancelRulesWF,
+        None,
+        "WorkflowExecutionCompleted",
+        start=_a_closed_run_first,
+        drive=_cancel_twice,
+        result=["closed run: cancel delivered", "cancelled"],
     ),
     Case(
         "dynamic_signals",

@@ -583,6 +583,31 @@ class CancelledLocalWF:
         return "completed"
 
 
+@workflow.defn
+class CancelRulesWF:
+    """Asks a run that has closed to cancel (delivered, no error), then waits. Asked to
+    cancel twice itself, it hears it once, and it returns once told to finish."""
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+        self.finish = False
+
+    @workflow.signal
+    def finish_now(self) -> None:
+        self.finish = True
+
+    @workflow.run
+    async def run(self, closed_id: str) -> list[str]:
+        await workflow.get_external_workflow_handle(closed_id).cancel()
+        self.said.append("closed run: cancel delivered")
+        try:
+            await workflow.wait_condition(lambda: self.finish)
+        except asyncio.CancelledError:
+            self.said.append("cancelled")
+            await workflow.wait_condition(lambda: self.finish)
+        return self.said
+
+
 ALL_WORKFLOWS = [
     HelloWF,
     SeqActivitiesWF,
@@ -609,4 +634,5 @@ ALL_WORKFLOWS = [
     SummariesWF,
     LongLocalWF,
     CancelledLocalWF,
+    CancelRulesWF,
 ]

@@ -10,7 +10,12 @@ from engine._store.schema import SCHEMA_VERSION, metadata
 
 
 def _normalise_type(t: sa.types.TypeEngine, dialect: sa.Dialect) -> str:
-    return t.compile(dialect=dialect).split("(")[0].replace("DOUBLE PRECISION", "DOUBLE")
+    name = t.compile(dialect=dialect).split("(")[0].replace("DOUBLE PRECISION", "DOUBLE")
+    if dialect.name == "sqlite" and name == "VARCHAR":
+        # SQLite has type affinities, not types: VARCHAR(n) and TEXT store the same way
+        # (no length is enforced), and SQLite cannot alter a column's declared type.
+        return "TEXT"
+    return name
 
 
 def test_migrating_an_empty_database_yields_the_declared_schema(db_url: str) -> None:
