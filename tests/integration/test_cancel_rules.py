@@ -41,10 +41,21 @@ async def _types(handle) -> list[str]:
     return [e.event_type for e in (await handle.fetch_history()).events]
 
 
+async def _count(handle, event_type: str, n: int) -> None:
+    for _ in range(1000):
+        if (await _types(handle)).count(event_type) >= n:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"fewer than {n} x {event_type}")
+
+
 async def test_asking_twice_is_recorded_once(client: Client, task_queue: str) -> None:
     async with Worker(client, task_queue=task_queue, workflows=[Stubborn]):
         handle = await client.start_workflow(Stubborn.run, id="s", task_queue=task_queue)
+        # Inside its try block first (a request in its first task would cancel the start).
+        await _count(handle, "WorkflowTaskCompleted", 1)
         await handle.cancel()
+        await _count(handle, "WorkflowTaskCompleted", 2)  # it caught the request
         await handle.cancel(reason="again")
         await handle.signal(Stubborn.finish_now)
         assert await asyncio.wait_for(handle.result(), 30) == 1
