@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,13 @@ if TYPE_CHECKING:
     from .client import Client
     from .converter import DataConverter
 
-__all__ = ["WorkflowExecution", "WorkflowExecutionAsyncIterator", "WorkflowExecutionDescription"]
+__all__ = [
+    "WorkflowExecution",
+    "WorkflowExecutionAsyncIterator",
+    "WorkflowExecutionCount",
+    "WorkflowExecutionCountAggregationGroup",
+    "WorkflowExecutionDescription",
+]
 
 
 class WorkflowExecutionAsyncIterator:
@@ -70,9 +76,7 @@ class WorkflowExecutionAsyncIterator:
         self._started = True
         client = self._client
         rows = await within_rpc_timeout(
-            client.service.list_runs(
-                client.namespace, size + 1, self._query, before=self._position
-            ),
+            client.service.list_runs(client.namespace, size + 1, self._query, after=self._position),
             self._rpc_timeout,
             "listing workflows",
         )
@@ -83,7 +87,8 @@ class WorkflowExecutionAsyncIterator:
         self.current_page_index = 0
         self._fetched += len(rows)
         if more and rows and (self._limit is None or self._fetched < self._limit):
-            self._position = (float(rows[-1].start_time), str(rows[-1].run_id))
+            last = rows[-1]
+            self._position = [getattr(last, f"o{i}") for i in range(_order_width(last))]
             self.next_page_token = _encode_page_token(self._position)
         else:
             self.next_page_token = None
@@ -130,22 +135,70 @@ class WorkflowExecutionAsyncIterator:
 _MAX_PAGE_SIZE = 2**31 - 1
 
 
-def _encode_page_token(position: tuple[float, str]) -> bytes:
-    text = json.dumps({"v": 1, "start": position[0], "run": position[1]})
+@dataclass
+class WorkflowExecutionCountAggregationGroup:
+    """One group of a count with ``GROUP BY``: its values (a status name) and count."""
+
+    count: int
+    group_values: Sequence[Any]
+
+
+@dataclass
+class WorkflowExecutionCount:
+    """What ``Client.count_workflows`` returns: the count, and its groups (empty without
+    ``GROUP BY``; their counts then add up to :attr:`count`)."""
+
+    count: int
+    groups: Sequence[WorkflowExecutionCountAggregationGroup]
+
+    @staticmethod
+    def of(counted: list[tuple[Any, int]]) -> WorkflowExecutionCount:
+        """From the store's ``[(group value or None, n), ...]``."""
+        from ._service.visibility import STATUS_OF
+
+        if counted and counted[0][0] is None and len(counted) == 1:
+            return WorkflowExecutionCount(counted[0][1], [])
+        groups = [
+            WorkflowExecutionCountAggregationGroup(n, [STATUS_OF.get(int(v), str(v))])
+            for v, n in counted
+        ]
+        return WorkflowExecutionCount(sum(g.count for g in groups), groups)
+
+
+def _order_width(row: Any) -> int:
+    """How many order values (``o0``, ``o1``...) a listed row carries."""
+    n = 0
+    while hasattr(row, f"o{n}"):
+        n += 1
+    return n
+
+
+def _encode_page_token(position: list[Any]) -> bytes:
+    text = json.dumps({"v": 2, "after": position})
     return base64.urlsafe_b64encode(text.encode())
 
 
-def _decode_page_token(token: bytes | None) -> tuple[float, str] | None:
+def _decode_page_token(token: bytes | None) -> list[Any] | None:
     if token is None:
         return None
     try:
         data = json.loads(base64.urlsafe_b64decode(token))
-        start, run = float(data["start"]), data["run"]
-        if not math.isfinite(start) or not isinstance(run, str) or "\x00" in run:
+        after = data["after"]
+        if data.get("v") != 2 or not isinstance(after, list) or not after:
             raise ValueError("not a position")
-        run.encode("utf-8")  # a lone surrogate: UnicodeEncodeError, no driver can send it
-        return start, run
-    except (ValueError, TypeError, KeyError, OverflowError) as err:
+        for value in after:
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise ValueError("not a position")
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError("not a position")
+            if isinstance(value, int) and abs(value) >= 2**63:
+                raise ValueError("not a position")
+            if isinstance(value, str):
+                if "\x00" in value:
+                    raise ValueError("not a position")
+                value.encode("utf-8")  # a lone surrogate: no driver can send it
+        return after
+    except (ValueError, TypeError, KeyError, OverflowError, AttributeError) as err:
         raise InvalidArgumentError(
             f"next_page_token {token[:40]!r} is not a token this engine handed out: pass "
             "the next_page_token of an earlier page unchanged (or None for the first page)"

@@ -27,6 +27,8 @@ from ._ids import random_uuid
 from ._listing import (
     WorkflowExecution,
     WorkflowExecutionAsyncIterator,
+    WorkflowExecutionCount,
+    WorkflowExecutionCountAggregationGroup,
     WorkflowExecutionDescription,
 )
 from ._model.cron import validate_cron
@@ -71,6 +73,8 @@ __all__ = [
     "WithStartWorkflowOperation",
     "WorkflowExecution",
     "WorkflowExecutionAsyncIterator",
+    "WorkflowExecutionCount",
+    "WorkflowExecutionCountAggregationGroup",
     "WorkflowExecutionDescription",
     "WorkflowExecutionStatus",
     "WorkflowHandle",
@@ -609,9 +613,11 @@ class Client:
         rpc_metadata: Mapping[str, str | bytes] = {},
         rpc_timeout: timedelta | None = None,
     ) -> WorkflowExecutionAsyncIterator:
-        """Runs of the namespace, newest first, filtered by ``query``: terms such as
-        ``WorkflowType = 'Order' AND ExecutionStatus = 'Running'`` (also WorkflowId, RunId,
-        TaskQueue), a subset of Temporal's list filter.
+        """Runs of the namespace matching ``query``, Temporal's List Filter
+        (``WorkflowType = 'Order' AND ExecutionStatus = 'Running'``, ``StartTime >
+        '2026-12-01T00:00:00Z'``, custom search attributes once registered; see
+        ``engine._service.visibility`` for the whole language). Open runs come first, then
+        closed ones by close time, newest first, unless the filter says ``ORDER BY``.
 
         ``async for`` reads every match (at most ``limit``), ``page_size`` at a time. To
         serve one page at a time (a UI, a REST API), call ``fetch_next_page()`` on the
@@ -624,6 +630,22 @@ class Client:
         return WorkflowExecutionAsyncIterator(
             self, query, limit, page_size, next_page_token, rpc_timeout=rpc_timeout
         )
+
+    async def count_workflows(
+        self,
+        query: str | None = None,
+        rpc_metadata: Mapping[str, str | bytes] = {},
+        rpc_timeout: timedelta | None = None,
+    ) -> WorkflowExecutionCount:
+        """How many runs match the List Filter ``query``; with ``GROUP BY
+        ExecutionStatus``, how many of each status too (``groups``), as Temporal counts."""
+        del rpc_metadata
+        if query is not None:
+            check_text(query, "the list filter (query)")
+        counted = await within_rpc_timeout(
+            self.service.count_runs(self.namespace, query), rpc_timeout, "counting workflows"
+        )
+        return WorkflowExecutionCount.of(counted)
 
 
 def _started_task(start: asyncio.Future[Any]) -> Any:

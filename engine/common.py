@@ -10,6 +10,17 @@ from datetime import UTC, datetime, timedelta
 from enum import IntEnum
 from typing import Any, ClassVar
 
+from ._search_attribute_types import (
+    SearchAttributeIndexedValueType,
+    SearchAttributeKey,
+    SearchAttributePair,
+    SearchAttributes,
+    SearchAttributeUpdate,
+    SearchAttributeValue,
+    SearchAttributeValues,
+    SearchAttributeValueType,
+    TypedSearchAttributes,
+)
 from .exceptions import QueryRejectCondition
 
 __all__ = [
@@ -18,6 +29,15 @@ __all__ = [
     "QueryRejectCondition",
     "RawValue",
     "RetryPolicy",
+    "SearchAttributeIndexedValueType",
+    "SearchAttributeKey",
+    "SearchAttributePair",
+    "SearchAttributeUpdate",
+    "SearchAttributeValue",
+    "SearchAttributeValueType",
+    "SearchAttributeValues",
+    "SearchAttributes",
+    "TypedSearchAttributes",
     "WorkflowExecutionStatus",
     "WorkflowIDConflictPolicy",
     "WorkflowIDReusePolicy",

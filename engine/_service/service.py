@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import partial
 from types import SimpleNamespace
@@ -26,12 +27,14 @@ from .._store.gateway import Store
 from .._store.schema import WFT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import (
+    SearchAttributeIndexedValueType,
     WorkflowExecutionStatus,
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
     duration_to_json,
 )
 from ..exceptions import (
+    InvalidArgumentError,
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
     WorkflowQueryFailedError,
@@ -54,7 +57,7 @@ from .types import (
     StartWorkflowResult,
 )
 from .update_ops import UpdateOps
-from .visibility import parse_filter
+from .visibility import Attribute, compile_filter
 from .watch import CloseWatcher
 from .workflow_tasks import WorkflowTaskOps, _read_history
 
@@ -680,12 +683,47 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
         namespace: str,
         limit: int = 100,
         query: str | None = None,
-        before: tuple[float, str] | None = None,
+        after: Sequence[Any] | None = None,
     ) -> list[Row]:
-        """Runs of the namespace, newest first, matching the list filter ``query``; with
-        ``before=(start_time, run_id)`` the page that follows that run."""
-        filters = parse_filter(query)
-        return list(tx.list_executions(namespace, limit=limit, filters=filters, before=before))
+        """Runs of the namespace matching the List Filter ``query``, in its order (open
+        runs first, then closed ones newest first, when it gives none); with ``after``
+        (the order values ``o0``, ``o1``... of a row), the page that follows that row."""
+        compiled = compile_filter(
+            query, custom_attributes(tx, namespace), postgres=tx.postgres, namespace=namespace
+        )
+        if after is not None and len(after) != len(compiled.order):
+            raise InvalidArgumentError(
+                "the page token does not belong to this query's order: list again from "
+                "the first page"
+            )
+        return tx.list_visibility(
+            namespace, compiled.where, compiled.params, compiled.order, after, limit
+        )
+
+    @operation(read=True)
+    def count_runs(
+        self, tx: StoreTx, namespace: str, query: str | None = None
+    ) -> list[tuple[Any, int]]:
+        """How many runs match ``query``: ``[(None, n)]``, or ``[(status, n), ...]`` for
+        ``GROUP BY ExecutionStatus``."""
+        compiled = compile_filter(
+            query,
+            custom_attributes(tx, namespace),
+            postgres=tx.postgres,
+            counting=True,
+            namespace=namespace,
+        )
+        return tx.count_visibility(namespace, compiled.where, compiled.params, compiled.group_by)
+
+
+def custom_attributes(tx: StoreTx, namespace: str) -> dict[str, Attribute]:
+    """The custom search attributes registered in ``namespace``, by name."""
+    return {
+        r.name: Attribute(
+            r.name, SearchAttributeIndexedValueType(r.value_type), r.column_name, True
+        )
+        for r in tx.search_attributes(namespace)
+    }
 
 
 def _resolve_run(tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None) -> Row:

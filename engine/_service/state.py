@@ -14,7 +14,7 @@ from .._ids import time_ordered_uuid
 from .._json import compact_dumps
 from .._json import loads as json_loads
 from .._model.events import HistoryEvent
-from .._store.schema import WFT_SCHEDULED, WFT_STARTED
+from .._store.schema import OPEN_CLOSE_ORDER, WFT_SCHEDULED, WFT_STARTED
 from .._store.tx import Row, StoreTx, column
 from ..common import WorkflowExecutionStatus, duration_to_json, removes_memo_field
 
@@ -135,6 +135,9 @@ class RunState:
         #: is asked for; older runs (NULL) are looked at every time, as before.
         self.has_updates = column(row, "has_updates") != 0
         self._changes: dict[str, Any] = {}
+        #: Changes to the run's visibility row (search attributes upserted), written by
+        #: :meth:`flush` with the row's own changes at start and close.
+        self.visibility: dict[str, Any] = {}
         #: A run started in this change: its row is inserted by :meth:`flush` (one insert
         #: instead of insert and update), and it has no workflow task yet.
         self._insert_values: dict[str, Any] | None = dict(vars(row)) if new else None
@@ -439,14 +442,17 @@ class RunState:
         self.written += self._events
         self._events = []
         if self._insert_values is not None:
-            self.tx.insert_execution(
-                **{
-                    **self._insert_values,
-                    "next_event_id": self.next_event_id,
-                    "history_size_bytes": self.history_size,
-                    **self._changes,
-                }
-            )
+            values = {
+                **self._insert_values,
+                "next_event_id": self.next_event_id,
+                "history_size_bytes": self.history_size,
+                **self._changes,
+            }
+            self.tx.insert_execution(**values)
+            row = _visibility_of_new_run(values)
+            if "close_time" in self._changes:
+                row.update(self._visibility_at_close())
+            self.tx.insert_visibility(**{**row, **self.visibility})
             self._insert_values = None
         else:
             self.tx.update_execution(
@@ -455,13 +461,30 @@ class RunState:
                 history_size_bytes=self.history_size,
                 **self._changes,
             )
+            if "close_time" in self._changes:
+                self.visibility.update(self._visibility_at_close())
+            if self.visibility:
+                self.tx.update_visibility(self.run_id, **self.visibility)
         self._changes = {}
+        self.visibility = {}
         if self._closed_with is not None:
             status, attrs = self._closed_with
             self._closed_with = None
             self._tell_parent(status, attrs)
             if self._open_children:
                 self._close_children()
+
+    def _visibility_at_close(self) -> dict[str, Any]:
+        closed = float(self._changes["close_time"])
+        began = column(self.row, "execution_time")
+        return {
+            "status": int(self._changes.get("status", self.status)),
+            "close_time": closed,
+            "close_order": closed,
+            "execution_duration": max(0.0, closed - float(began or self.row.start_time)),
+            "history_length": self.next_event_id - 1,
+            "history_size_bytes": self.history_size,
+        }
 
     # -- child workflows ----------------------------------------------------------------
 
@@ -526,6 +549,27 @@ class RunState:
                 )
                 crs.close(WorkflowExecutionStatus.TERMINATED)
             crs.flush()
+
+
+def _visibility_of_new_run(values: dict[str, Any]) -> dict[str, Any]:
+    """The visibility row of a run being inserted with ``values`` (its dn_executions row)."""
+    closed = values.get("close_time")
+    return {
+        "run_id": values["run_id"],
+        "namespace": values["namespace"],
+        "workflow_id": values["workflow_id"],
+        "workflow_type": values["workflow_type"],
+        "task_queue": values["task_queue"],
+        "status": values["status"],
+        "start_time": values["start_time"],
+        "execution_time": values.get("execution_time") or values["start_time"],
+        "close_time": closed,
+        "close_order": OPEN_CLOSE_ORDER if closed is None else closed,
+        "parent_workflow_id": values.get("parent_workflow_id"),
+        "parent_run_id": values.get("parent_run_id"),
+        "root_workflow_id": values.get("root_workflow_id") or values["workflow_id"],
+        "root_run_id": values.get("root_run_id") or values["run_id"],
+    }
 
 
 def started_attributes(

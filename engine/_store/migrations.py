@@ -8,6 +8,7 @@ A test runs the migrations on an empty database and compares the result with ``s
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,7 +20,7 @@ import sqlalchemy as sa
 from ..common import duration_from_json, removes_memo_field
 from ..exceptions import SchemaVersionError
 from .dialects import READ_ONLY_OPTION
-from .schema import SCHEMA_VERSION
+from .schema import OPEN_CLOSE_ORDER, SCHEMA_VERSION
 
 T = TypeVar("T")
 
@@ -246,6 +247,119 @@ _V11 = (
 )
 
 
+#: Migration 12's columns for custom search attributes, Temporal's SQL visibility's
+#: (Keyword01-10, Text01-03, ...): (column prefix, how many, SQL type). Fixed here as
+#: shipped; never derived from the live schema.
+_V12_CUSTOM = (
+    ("keyword", 10, "TEXT"),
+    ("text", 3, "TEXT"),
+    ("int", 3, "BIGINT"),
+    ("double", 3, "{double}"),
+    ("bool", 3, "SMALLINT"),
+    ("datetime", 3, "{double}"),
+    ("keyword_list", 3, "TEXT"),
+)
+_V12_NAMES = [(f"{p}{i:02d}", t) for p, n, t in _V12_CUSTOM for i in range(1, n + 1)]
+#: Indexed one by one (Text and KeywordList are matched by word or element instead);
+#: partial, so a run without the attribute costs its index nothing.
+_V12_INDEXED = [c for c, _ in _V12_NAMES if not c.startswith(("text", "keyword_list"))]
+
+_V12 = (
+    """CREATE TABLE dn_visibility (
+        run_id VARCHAR(64) NOT NULL,
+        namespace VARCHAR(255) NOT NULL,
+        workflow_id TEXT NOT NULL,
+        workflow_type TEXT NOT NULL,
+        task_queue TEXT NOT NULL,
+        status SMALLINT NOT NULL,
+        start_time {double} NOT NULL,
+        execution_time {double} NOT NULL,
+        close_time {double},
+        close_order {double} NOT NULL,
+        execution_duration {double},
+        history_length BIGINT,
+        history_size_bytes BIGINT,
+        parent_workflow_id TEXT,
+        parent_run_id VARCHAR(64),
+        root_workflow_id TEXT,
+        root_run_id VARCHAR(64),
+        change_version TEXT,
+        build_ids TEXT,
+        scheduled_by_id TEXT,
+        scheduled_start_time {double},
+        schedule_paused SMALLINT,
+        search_attributes TEXT,
+        """
+    + "".join(f"{c} {t}, " for c, t in _V12_NAMES)
+    + """
+        PRIMARY KEY (run_id)
+)""",
+    "CREATE INDEX dn_visibility_listing ON dn_visibility "
+    "(namespace, close_order, start_time, run_id)",
+    "CREATE INDEX dn_visibility_status ON dn_visibility "
+    "(namespace, status, close_order, start_time, run_id)",
+    "CREATE INDEX dn_visibility_type ON dn_visibility (namespace, workflow_type)",
+    "CREATE INDEX dn_visibility_workflow_id ON dn_visibility (namespace, workflow_id)",
+    "CREATE INDEX dn_visibility_start ON dn_visibility (namespace, start_time)",
+    *(
+        f"CREATE INDEX dn_visibility_{c} ON dn_visibility (namespace, {c}) WHERE {c} IS NOT NULL"
+        for c in _V12_INDEXED
+    ),
+    """CREATE TABLE dn_search_attributes (
+        namespace VARCHAR(255) NOT NULL,
+        name VARCHAR(1000) NOT NULL,
+        value_type SMALLINT NOT NULL,
+        column_name VARCHAR(32) NOT NULL,
+        created_at {double} NOT NULL,
+        PRIMARY KEY (namespace, name)
+)""",
+    "CREATE UNIQUE INDEX dn_search_attributes_column "
+    "ON dn_search_attributes (namespace, column_name)",
+)
+
+
+def _backfill_v12(conn: sa.Connection) -> None:
+    # Every run's visibility row, from what the run row and its history hold: the history
+    # length and size of a closed run as they ended, the change versions it upserted.
+    conn.execute(
+        sa.text(
+            "INSERT INTO dn_visibility (run_id, namespace, workflow_id, workflow_type, "
+            "task_queue, status, start_time, execution_time, close_time, close_order, "
+            "execution_duration, history_length, history_size_bytes, parent_workflow_id, "
+            "parent_run_id, root_workflow_id, root_run_id) "
+            "SELECT run_id, namespace, workflow_id, workflow_type, task_queue, status, "
+            "start_time, COALESCE(execution_time, start_time), close_time, "
+            f"COALESCE(close_time, {OPEN_CLOSE_ORDER}), "
+            "close_time - COALESCE(execution_time, start_time), "
+            "CASE WHEN close_time IS NULL THEN NULL ELSE next_event_id - 1 END, "
+            "CASE WHEN close_time IS NULL THEN NULL ELSE history_size_bytes END, "
+            "parent_workflow_id, parent_run_id, COALESCE(root_workflow_id, workflow_id), "
+            "COALESCE(root_run_id, run_id) FROM dn_executions"
+        )
+    )
+    rows = conn.execute(
+        sa.text(
+            "SELECT run_id, attributes FROM dn_history_events "
+            "WHERE event_type = 'UpsertWorkflowSearchAttributes' ORDER BY run_id, event_id"
+        )
+    ).fetchall()
+    versions: dict[str, list[str]] = {}
+    for run_id, attributes in rows:
+        fields = (json.loads(attributes).get("searchAttributes") or {}).get("indexedFields")
+        payload = (fields or {}).get("TemporalChangeVersion")
+        if not isinstance(payload, dict):
+            continue
+        try:
+            value = json.loads(base64.b64decode(payload.get("data") or ""))
+        except (ValueError, TypeError):
+            continue
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            versions[str(run_id)] = value
+    update = sa.text("UPDATE dn_visibility SET change_version = :v WHERE run_id = :r")
+    for batch in _batches(list(versions.items()), 500):
+        conn.execute(update, [{"v": json.dumps(v), "r": r} for r, v in batch])
+
+
 def _widen_start_request_ids(conn: sa.Connection) -> None:
     # Temporal takes request ids up to 1,000 bytes. SQLite ignores declared lengths; a
     # PostgreSQL column declared VARCHAR(64) refused longer ones.
@@ -343,6 +457,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         "runs' cancel-requested flag; request ids seen per run; start request ids as text",
         _V11,
         _widen_start_request_ids,
+    ),
+    Migration(
+        12,
+        "visibility: a row per run with Temporal's attributes and typed columns for custom "
+        "search attributes; search attributes registered per namespace",
+        _V12,
+        _backfill_v12,
     ),
 )
 

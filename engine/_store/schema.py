@@ -13,7 +13,7 @@ from ..common import WorkflowExecutionStatus
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -275,6 +275,108 @@ requests = sa.Table(
     sa.Column("run_id", sa.String(64), primary_key=True),
     sa.Column("request_id", sa.Text, primary_key=True),
     sa.Column("created_at", sa.Double, nullable=False),
+)
+
+# Migration 12: visibility, Temporal's name for what finding runs reads. One row per run,
+# apart from dn_executions (which changes with every event): it is written when the run
+# starts, when it closes and when it upserts search attributes, as Temporal's visibility
+# records are, so its many indexes cost nothing on the other changes. Listing orders by
+# close_order (the close time; an open run's is after every close time), start time, run
+# id: open runs first, then closed ones newest first, as Temporal lists them.
+#: close_order of an open run: after every close time (Temporal's 9999-12-31T23:59:59Z).
+OPEN_CLOSE_ORDER = 253402300799.0
+
+visibility = sa.Table(
+    "dn_visibility",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("namespace", sa.String(255), nullable=False),
+    sa.Column("workflow_id", sa.Text, nullable=False),
+    sa.Column("workflow_type", sa.Text, nullable=False),
+    sa.Column("task_queue", sa.Text, nullable=False),
+    sa.Column("status", sa.SmallInteger, nullable=False),
+    sa.Column("start_time", sa.Double, nullable=False),
+    sa.Column("execution_time", sa.Double, nullable=False),
+    sa.Column("close_time", sa.Double, nullable=True),
+    sa.Column("close_order", sa.Double, nullable=False),
+    # Seconds (a query's values are Temporal's nanoseconds or Go durations).
+    sa.Column("execution_duration", sa.Double, nullable=True),
+    # As the run closed (NULL while it is open, as Temporal's visibility has them).
+    sa.Column("history_length", sa.BigInteger, nullable=True),
+    sa.Column("history_size_bytes", sa.BigInteger, nullable=True),
+    sa.Column("parent_workflow_id", sa.Text, nullable=True),
+    sa.Column("parent_run_id", sa.String(64), nullable=True),
+    sa.Column("root_workflow_id", sa.Text, nullable=True),
+    sa.Column("root_run_id", sa.String(64), nullable=True),
+    # KeywordList attributes are JSON lists of strings.
+    sa.Column("change_version", sa.Text, nullable=True),  # TemporalChangeVersion
+    sa.Column("build_ids", sa.Text, nullable=True),  # BuildIds
+    sa.Column("scheduled_by_id", sa.Text, nullable=True),  # TemporalScheduledById
+    sa.Column("scheduled_start_time", sa.Double, nullable=True),  # TemporalScheduledStartTime
+    sa.Column("schedule_paused", sa.SmallInteger, nullable=True),  # TemporalSchedulePaused
+    # Every search attribute the run holds, as Temporal's indexedFields JSON (payloads).
+    sa.Column("search_attributes", sa.Text, nullable=True),
+    # Custom search attributes: each registered one is given a column of its type
+    # (dn_search_attributes.column_name), as Temporal's SQL visibility does; Text columns
+    # hold the value's words (lower case, space separated, a space at each end).
+    *(
+        sa.Column(f"{prefix}{i:02d}", kind, nullable=True)
+        for prefix, count, kind in (
+            ("keyword", 10, sa.Text),
+            ("text", 3, sa.Text),
+            ("int", 3, sa.BigInteger),
+            ("double", 3, sa.Double),
+            ("bool", 3, sa.SmallInteger),
+            ("datetime", 3, sa.Double),
+            ("keyword_list", 3, sa.Text),
+        )
+        for i in range(1, count + 1)
+    ),
+)
+sa.Index(
+    "dn_visibility_listing",
+    visibility.c.namespace,
+    visibility.c.close_order,
+    visibility.c.start_time,
+    visibility.c.run_id,
+)
+sa.Index(
+    "dn_visibility_status",
+    visibility.c.namespace,
+    visibility.c.status,
+    visibility.c.close_order,
+    visibility.c.start_time,
+    visibility.c.run_id,
+)
+sa.Index("dn_visibility_type", visibility.c.namespace, visibility.c.workflow_type)
+sa.Index("dn_visibility_workflow_id", visibility.c.namespace, visibility.c.workflow_id)
+sa.Index("dn_visibility_start", visibility.c.namespace, visibility.c.start_time)
+for _column in visibility.c:
+    if _column.name[:-2] in ("keyword", "int", "double", "bool", "datetime"):
+        sa.Index(
+            f"dn_visibility_{_column.name}",
+            visibility.c.namespace,
+            _column,
+            sqlite_where=_column.isnot(None),
+            postgresql_where=_column.isnot(None),
+        )
+
+# Migration 12: custom search attributes registered per namespace: the name, its type
+# (Temporal's IndexedValueType number) and the dn_visibility column that holds it.
+search_attributes = sa.Table(
+    "dn_search_attributes",
+    metadata,
+    sa.Column("namespace", sa.String(255), primary_key=True),
+    sa.Column("name", sa.String(1000), primary_key=True),
+    sa.Column("value_type", sa.SmallInteger, nullable=False),
+    sa.Column("column_name", sa.String(32), nullable=False),
+    sa.Column("created_at", sa.Double, nullable=False),
+)
+sa.Index(
+    "dn_search_attributes_column",
+    search_attributes.c.namespace,
+    search_attributes.c.column_name,
+    unique=True,
 )
 
 # Constants shared by the store and the service: the numbers of the state columns. The

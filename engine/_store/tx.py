@@ -86,6 +86,7 @@ from .queries import (
     _update,
 )
 from .schema import EXEC_RUNNING, WFT_SCHEDULED
+from .visibility import VisibilityQueries
 
 JsonDict = dict[str, Any]
 _dumps = compact_dumps()
@@ -152,7 +153,7 @@ def column(row: Row, name: str, default: Any = None) -> Any:
         return default
 
 
-class StoreTx:
+class StoreTx(VisibilityQueries):
     """One open transaction. Methods run SQL on it; wake-up channels are collected.
 
     A read-only one (``read_only``, from ``Store.read``) sees one snapshot of what was

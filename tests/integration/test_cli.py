@@ -273,7 +273,7 @@ def test_errors_are_one_line_with_exit_code_2(
     _assert_one_line_error(err, "needs --output DIRECTORY")
     code, _, err = run_cli(capsys, "workflow", "list", "--db", db, "--query", "Status = 1")
     assert code == 2
-    _assert_one_line_error(err, "in the list filter")
+    _assert_one_line_error(err, "of the list filter")
     code, _, err = run_cli(capsys, "workflow", "list", "--db", "mysql://nowhere/db")
     assert code == 2
     assert "Traceback" not in err and err.startswith("durable: error: ")
