@@ -24,7 +24,13 @@ from ._model.decorators import handler_name
 from ._model.definitions import type_hints
 from ._model.limits import check_id
 from ._service.update_ops import UpdateRef, UpdateState
-from .common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from .common import (
+    RetryPolicy,
+    SearchAttributes,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
 from .converter import check_payloads_size
 from .exceptions import (
     InvalidArgumentError,
@@ -179,6 +185,7 @@ class WithStartWorkflowOperation(Generic[T]):
         static_summary: str | None = None,
         static_details: str | None = None,
         cron_schedule: str = "",
+        search_attributes: TypedSearchAttributes | SearchAttributes | None = None,
         **unsupported: Any,
     ) -> None:
         if unsupported:
@@ -208,6 +215,7 @@ class WithStartWorkflowOperation(Generic[T]):
             start_delay=start_delay,
             static_summary=static_summary,
             static_details=static_details,
+            search_attributes=search_attributes,
         )
         if cron_schedule:
             validate_cron(cron_schedule)

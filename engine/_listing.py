@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .common import WorkflowExecutionStatus
+from .common import TypedSearchAttributes, WorkflowExecutionStatus
 from .exceptions import InvalidArgumentError
 from .history import WorkflowHistory, WorkflowHistoryEventFilterType
 from .service import within_rpc_timeout
@@ -236,11 +236,28 @@ class WorkflowExecution:
     data_converter: DataConverter | None = field(default=None, repr=False, compare=False)
     #: The memo as stored: field name -> payload JSON.
     raw_memo: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: The search attributes the run holds, as stored (``indexedFields`` JSON).
+    raw_search_attributes: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def search_attributes(self) -> dict[str, list[Any]]:
+        """The run's search attributes in the deprecated untyped form (name -> values)."""
+        from ._search_attributes import decode
+
+        return decode(self.raw_search_attributes)
+
+    @property
+    def typed_search_attributes(self) -> TypedSearchAttributes:
+        """The run's search attributes, typed (``[SearchAttributePair(key, value)]``)."""
+        from ._search_attributes import decode_typed
+
+        return decode_typed(self.raw_search_attributes)
 
     @staticmethod
     def from_row(row: Any, data_converter: DataConverter | None = None) -> WorkflowExecution:
         """Build from a store row."""
         memo = getattr(row, "memo", None)
+        held = getattr(row, "visible_search_attributes", None)
         return WorkflowExecution(
             id=row.workflow_id,
             run_id=row.run_id,
@@ -258,6 +275,7 @@ class WorkflowExecution:
             execution_time=_dt(getattr(row, "execution_time", None)),
             data_converter=data_converter,
             raw_memo=json.loads(memo) if memo else {},
+            raw_search_attributes=json.loads(held) if held else {},
         )
 
     async def memo(self) -> dict[str, Any]:

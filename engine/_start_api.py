@@ -18,11 +18,14 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._model.limits import check_enum, check_id
+from ._search_attributes import encode as encode_search_attributes
 from .common import (
     ActivityCancellationType,
     ChildWorkflowCancellationType,
     ParentClosePolicy,
     RetryPolicy,
+    SearchAttributes,
+    TypedSearchAttributes,
     WorkflowIDReusePolicy,
 )
 from .exceptions import InvalidArgumentError
@@ -234,6 +237,7 @@ async def start_child_workflow(
     retry_policy: RetryPolicy | None = None,
     cron_schedule: str = "",
     memo: Mapping[str, Any] | None = None,
+    search_attributes: TypedSearchAttributes | SearchAttributes | None = None,
     static_summary: str | None = None,
     static_details: str | None = None,
 ) -> ChildWorkflowHandle[Any]:
@@ -273,6 +277,7 @@ async def start_child_workflow(
         "retry_policy": retry_policy,
         "cron_schedule": cron_schedule.strip() if cron_schedule else "",
         "memo": dict(memo) if memo else None,
+        "search_attributes": encode_search_attributes(search_attributes) or None,
         "static_summary": _text(static_summary, "static_summary"),
         "static_details": _text(static_details, "static_details"),
     }
@@ -298,6 +303,7 @@ async def execute_child_workflow(
     retry_policy: RetryPolicy | None = None,
     cron_schedule: str = "",
     memo: Mapping[str, Any] | None = None,
+    search_attributes: TypedSearchAttributes | SearchAttributes | None = None,
     static_summary: str | None = None,
     static_details: str | None = None,
 ) -> Any:
@@ -318,6 +324,7 @@ async def execute_child_workflow(
         retry_policy=retry_policy,
         cron_schedule=cron_schedule,
         memo=memo,
+        search_attributes=search_attributes,
         static_summary=static_summary,
         static_details=static_details,
     )
@@ -338,12 +345,14 @@ def continue_as_new(
     backoff_start_interval: timedelta | None = None,
     retry_policy: RetryPolicy | None = None,
     memo: Mapping[str, Any] | None = None,
+    search_attributes: TypedSearchAttributes | SearchAttributes | None = None,
 ) -> NoReturn:
     """Close this run and start a fresh one (same workflow id, new run id, empty history).
 
     What is not given is this run's: its workflow, task queue, timeouts, retry policy, and
-    the memo it was started with (as on Temporal, not the fields ``upsert_memo`` changed).
-    ``backoff_start_interval`` delays the new run's first workflow task."""
+    the memo it was started with (as on Temporal, not the fields ``upsert_memo`` changed),
+    and the search attributes it holds now. ``backoff_start_interval`` delays the new
+    run's first workflow task."""
     if retry_policy is not None:
         retry_policy.validate()
     if memo is not None and not isinstance(memo, Mapping):
@@ -358,5 +367,8 @@ def continue_as_new(
             "backoff_start_interval": _timeout(backoff_start_interval),
             "retry_policy": retry_policy,
             "memo": None if memo is None else dict(memo),
+            "search_attributes": (
+                None if search_attributes is None else encode_search_attributes(search_attributes)
+            ),
         },
     )

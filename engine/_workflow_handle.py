@@ -212,6 +212,7 @@ class WorkflowHandle:
             execution_time=_dt(d.execution_time),
             data_converter=self._client.data_converter,
             raw_memo=d.memo,
+            raw_search_attributes=d.search_attributes,
             raw_user_metadata=d.user_metadata,
         )
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ._cli_db import add_db_commands
+from ._cli_operator import add_operator_commands
 from ._model.limits import check_text
 from .client import Client, WorkflowExecution, WorkflowExecutionDescription
 from .exceptions import DurableError
@@ -764,6 +765,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_replay)
     add_db_commands(commands, common)
+    add_operator_commands(commands, common)
     return parser
 
 

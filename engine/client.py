@@ -14,7 +14,7 @@ import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._async_activity import AsyncActivityHandle, AsyncActivityIDReference, async_activity_handle
 from ._client_updates import (
@@ -34,6 +34,7 @@ from ._listing import (
 from ._model.cron import validate_cron
 from ._model.definitions import WorkflowDefinition
 from ._model.limits import check_enum, check_id, check_text
+from ._search_attributes import encode as encode_search_attributes
 from ._service.clock import Clock
 from ._service.host import ServiceHost
 from ._service.service import Service
@@ -44,6 +45,8 @@ from ._store.outage import RetryConfig
 from ._workflow_handle import WorkflowHandle
 from .common import (
     RetryPolicy,
+    SearchAttributes,
+    TypedSearchAttributes,
     WorkflowExecutionStatus,
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
@@ -62,6 +65,9 @@ from .exceptions import (
 from .history import WorkflowHistoryEventFilterType
 from .service import PayloadLimitsConfig, within_rpc_timeout
 from .workflow import definition_name
+
+if TYPE_CHECKING:
+    from .operator import OperatorService
 
 __all__ = [
     "AsyncActivityCancelledError",
@@ -293,10 +299,16 @@ class Client:
         cron_schedule: str = "",
         static_summary: str | None = None,
         static_details: str | None = None,
+        search_attributes: TypedSearchAttributes | SearchAttributes | None = None,
         rpc_metadata: Mapping[str, str | bytes] = {},
         rpc_timeout: timedelta | None = None,
     ) -> WorkflowHandle:
         """Start a run of ``workflow`` (a ``@workflow.run`` method, class, or type name).
+
+        ``search_attributes`` (``TypedSearchAttributes([SearchAttributePair(key, v)])``,
+        or the older dict of lists): what the run can be found by from its start on; each
+        must be registered in the namespace first (else InvalidArgumentError, Temporal's
+        "no mapping defined for search attribute").
 
         ``request_eager_start``: when a worker of this client polls ``task_queue`` in this
         process and has a free slot, the run's first workflow task is started for it in the
@@ -341,6 +353,7 @@ class Client:
             request_id=request_id,
             static_summary=static_summary,
             static_details=static_details,
+            search_attributes=search_attributes,
         )
         if cron_schedule:
             validate_cron(cron_schedule)
@@ -409,6 +422,7 @@ class Client:
         request_id: str | None,
         static_summary: str | None = None,
         static_details: str | None = None,
+        search_attributes: TypedSearchAttributes | SearchAttributes | None = None,
     ) -> tuple[StartWorkflowRequest, type | None]:
         """The service's start request for these options (checked), and the result type."""
         wf_type = definition_name(workflow)
@@ -469,6 +483,7 @@ class Client:
                 static_details,
                 names=("static_summary", "static_details"),
             ),
+            search_attributes=encode_search_attributes(search_attributes) or None,
         )
         return request, result_type
 
@@ -602,6 +617,14 @@ class Client:
             first_execution_run_id=first_execution_run_id,
             result_type=WorkflowDefinition.of(workflow).return_type,
         )
+
+    @property
+    def operator_service(self) -> OperatorService:
+        """Temporal's operator calls for search attributes (``add_search_attributes``,
+        ``list_search_attributes``, ``remove_search_attributes``): see engine.operator."""
+        from .operator import OperatorService
+
+        return OperatorService(self)
 
     def list_workflows(
         self,

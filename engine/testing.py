@@ -33,7 +33,7 @@ from .activity import (
     _Signal,
 )
 from .client import Client
-from .common import Priority, QueryRejectCondition
+from .common import Priority, QueryRejectCondition, SearchAttributeKey
 from .converter import DataConverter
 from .exceptions import CancelledError
 
@@ -86,15 +86,27 @@ class WorkflowEnvironment:
         default_workflow_query_reject_condition: QueryRejectCondition | None = None,
         rpc_metadata: Mapping[str, str | bytes] = {},
         database_url: str | None = None,
+        search_attributes: Sequence[SearchAttributeKey[Any]] = (),
     ) -> WorkflowEnvironment:
         """An environment in real time on a fresh temporary SQLite database (or on
         ``database_url``). :meth:`sleep` waits in real time. ``namespace``, ``identity``
         and ``default_workflow_query_reject_condition`` are its client's, as for
         :meth:`Client.connect <engine.client.Client.connect>`; ``rpc_metadata`` is
-        ignored (no gRPC here)."""
+        ignored (no gRPC here). ``search_attributes``: keys registered in the namespace
+        before it is handed out (as ``temporalio``'s local dev server registers them)."""
         del rpc_metadata
         options = _ClientOptions(namespace, identity, default_workflow_query_reject_condition)
-        return await _OwnDatabaseEnvironment._start(Clock(), data_converter, database_url, options)
+        env = await _OwnDatabaseEnvironment._start(Clock(), data_converter, database_url, options)
+        if search_attributes:
+            try:
+                await env.client.service.add_search_attributes(
+                    env.client.namespace,
+                    {key.name: key.indexed_value_type for key in search_attributes},
+                )
+            except BaseException:
+                await env.shutdown()
+                raise
+        return env
 
     @classmethod
     async def start_time_skipping(

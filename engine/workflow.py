@@ -76,6 +76,9 @@ from .common import (
     ParentClosePolicy,
     Priority,
     RetryPolicy,
+    SearchAttributes,
+    SearchAttributeUpdate,
+    TypedSearchAttributes,
 )
 from .exceptions import InvalidArgumentError, NondeterminismError
 
@@ -148,6 +151,7 @@ __all__ = [
     "time_ns",
     "unsafe",
     "upsert_memo",
+    "upsert_search_attributes",
     "update",
     "uuid4",
     "uuid7",
@@ -206,11 +210,13 @@ class Info:
     retry_policy: RetryPolicy | None
     run_id: str
     run_timeout: timedelta | None
+    #: The deprecated untyped form: name -> list of values (upserts change it in place).
     search_attributes: Mapping[str, Any]
     start_time: datetime
     task_queue: str
     task_timeout: timedelta
-    typed_search_attributes: Mapping[str, Any]
+    #: The run's search attributes now (its start's, with its upserts).
+    typed_search_attributes: TypedSearchAttributes
     workflow_id: str
     workflow_start_time: datetime
     workflow_type: str
@@ -317,6 +323,9 @@ class _Runtime(ABC):
 
     @abstractmethod
     def upsert_memo(self, updates: Mapping[str, Any]) -> None: ...
+
+    @abstractmethod
+    def upsert_search_attributes(self, updates: Any) -> None: ...
 
     @abstractmethod
     def patched(self, patch_id: str, deprecated: bool) -> bool: ...
@@ -451,6 +460,18 @@ def upsert_memo(updates: Mapping[str, Any]) -> None:
     """Change the run's memo: set each key to its value, remove the keys given None
     (recorded as a ``WorkflowPropertiesModified`` event; ``workflow.memo()`` sees it)."""
     _runtime().upsert_memo(updates)
+
+
+def upsert_search_attributes(
+    attributes: Sequence[SearchAttributeUpdate[Any]] | SearchAttributes,
+) -> None:
+    """Change the run's search attributes: ``[key.value_set(v), key.value_unset()]``
+    (or the older dict of lists). Recorded as an ``UpsertWorkflowSearchAttributes`` event
+    and written to the run's visibility row, so ``list_workflows`` finds the run by its
+    new values from then on; ``workflow.info().typed_search_attributes`` shows them at
+    once. An attribute that is not registered in the namespace fails the workflow task
+    (it is retried: register the attribute and the run goes on)."""
+    _runtime().upsert_search_attributes(attributes)
 
 
 _NO_DEFAULT: Any = object()

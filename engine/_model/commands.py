@@ -247,6 +247,8 @@ class ContinueAsNewWorkflowExecution(Command):
     #: None: the current run's retry policy; its start memo (``{"fields": ...}``).
     retry_policy: JsonDict | None = None
     memo: JsonDict | None = None
+    #: ``indexedFields``; None: the search attributes the current run holds.
+    search_attributes: dict[str, JsonDict] | None = None
     event_type = "WorkflowExecutionContinuedAsNew"
 
     def describe(self) -> str:
@@ -272,6 +274,8 @@ class StartChildWorkflowExecution(Command):
     cron_schedule: str = ""
     #: Temporal's ``memo`` (``{"fields": {key: payload}}``), or None.
     memo: JsonDict | None = None
+    #: The child's search attributes (``indexedFields``), or None.
+    search_attributes: dict[str, JsonDict] | None = None
     event_type = "StartChildWorkflowExecutionInitiated"
 
     def matches(self, event_type: str, attrs: JsonDict) -> bool:

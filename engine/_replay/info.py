@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from .. import _search_attributes as sa
 from .. import workflow
 from ..common import Priority, RetryPolicy, duration_from_json
 
@@ -42,6 +43,7 @@ def info_from_start(
             run_id=root_run["runId"], workflow_id=root_run.get("workflowId", "")
         )
     policy = attrs.get("retryPolicy")
+    fields = dict((attrs.get("searchAttributes") or {}).get("indexedFields") or {})
     return workflow.Info(
         attempt=int(attrs.get("attempt", 1)),
         continued_run_id=attrs.get("continuedExecutionRunId"),
@@ -58,11 +60,11 @@ def info_from_start(
         retry_policy=RetryPolicy.from_json(policy) if policy else None,
         run_id=inst.run_id,
         run_timeout=dur("workflowRunTimeout"),
-        search_attributes={},
+        search_attributes=sa.decode(fields),
         start_time=datetime.fromtimestamp(task_time or start_time, UTC),
         task_queue=inst.task_queue,
         task_timeout=dur("workflowTaskTimeout") or timedelta(seconds=10),
-        typed_search_attributes={},
+        typed_search_attributes=sa.decode_typed(fields),
         workflow_id=inst.workflow_id,
         workflow_start_time=datetime.fromtimestamp(start_time, UTC),
         # The type the run was started as: a dynamic workflow runs types not its own.

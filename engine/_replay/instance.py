@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, get_args
 
+from .. import _search_attributes as search_attributes
 from .. import workflow
 from .._model import commands as cmd
 from .._model.definitions import WorkflowDefinition
 from ..common import (
     ActivityCancellationType,
     RetryPolicy,
+    TypedSearchAttributes,
 )
 from ..converter import DataConverter, user_metadata_json
 from ..exceptions import (
@@ -435,6 +437,24 @@ class WorkflowInstance(
         if fields:
             self._commands.append(cmd.ModifyWorkflowProperties(fields))
 
+    def upsert_search_attributes(self, updates: Any) -> None:
+        """Record search attribute changes and apply them to ``info()`` (an unset
+        removes one), as temporalio does: the untyped dict in place, the typed collection
+        replaced on the (frozen) info object."""
+        fields = search_attributes.encode_updates(updates)  # all checked before any change
+        if not fields:
+            return
+        info = self.info()
+        untyped = info.search_attributes
+        typed = info.typed_search_attributes
+        for name, values in search_attributes.decode(fields).items():
+            untyped[name] = values  # type: ignore[index]
+        unset = {n for n, p in fields.items() if search_attributes.is_unset(p)}
+        kept = [pair for pair in typed if pair.key.name not in fields]
+        new = [p for p in search_attributes.decode_typed(fields) if p.key.name not in unset]
+        object.__setattr__(info, "typed_search_attributes", TypedSearchAttributes([*kept, *new]))
+        self._commands.append(cmd.UpsertWorkflowSearchAttributes(fields))
+
     def memo_value(self, key: str, default: Any, type_hint: type | None) -> Any:
         """One memo value, decoded; ``default`` (or KeyError) when absent."""
         raw = self.info().raw_memo
@@ -540,6 +560,7 @@ class WorkflowInstance(
             backoff_start_interval=opts.get("backoff_start_interval"),
             retry_policy=policy.to_json() if policy is not None else None,
             memo=self._memo_json(opts.get("memo")),
+            search_attributes=opts.get("search_attributes"),
         )
 
     # -- activities ---------------------------------------------------------------------

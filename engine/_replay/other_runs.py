@@ -100,6 +100,7 @@ class OtherRuns:
             retry_policy=policy.to_json() if (policy := options.get("retry_policy")) else None,
             cron_schedule=options.get("cron_schedule") or "",
             memo=self._memo_json(options.get("memo")),
+            search_attributes=options.get("search_attributes"),
             user_metadata=self._user_metadata(
                 options.get("static_summary"), options.get("static_details")
             ),

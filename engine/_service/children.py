@@ -57,6 +57,8 @@ class ChildOps:
         attrs["header"] = {}
         if c.memo:
             attrs["memo"] = c.memo
+        if c.search_attributes:
+            attrs["searchAttributes"] = {"indexedFields": c.search_attributes}
         initiated = rs.add_event(
             "StartChildWorkflowExecutionInitiated", attrs, user_metadata=c.user_metadata
         )
@@ -87,6 +89,7 @@ class ChildOps:
                 parent_close_policy=c.parent_close_policy,
                 retry_policy=c.retry_policy,
                 memo=c.memo,
+                search_attributes=c.search_attributes,
                 cron_schedule=c.cron_schedule or None,
                 user_metadata=c.user_metadata,
             )

@@ -43,6 +43,7 @@ from .activity_ops import ActivityOps
 from .clock import Clock
 from .handoff import Handoffs, Reservation
 from .operation import operation
+from .search_attributes import SearchAttributeOps, visibility_changes
 from .state import (
     RunState,
     add_timer,
@@ -69,7 +70,7 @@ DEFAULT_RETENTION = 7 * 24 * 3600.0
 _dumps = compact_dumps()
 
 
-class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
+class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps):
     """State transitions over one store. Any process may create one; all share the store."""
 
     def __init__(self, store: Store, clock: Clock | None = None) -> None:
@@ -232,6 +233,12 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
         attrs["firstWorkflowTaskBackoff"] = duration_to_json(req.start_delay)
         if req.memo:
             attrs["memo"] = req.memo
+        if req.search_attributes:
+            columns, held, recorded = visibility_changes(
+                tx, req.namespace, req.search_attributes, None
+            )
+            rs.visibility.update(columns, search_attributes=_dumps(held) if held else None)
+            attrs["searchAttributes"] = {"indexedFields": recorded}
         attrs["workflowId"] = req.workflow_id
         if req.root_run_id:
             attrs["rootWorkflowExecution"] = {
@@ -648,6 +655,8 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
             if t.kind == "user"
         ]
         first = tx.first_event(row.run_id)
+        visible = tx.get_visibility(row.run_id)
+        held = visible.search_attributes if visible is not None else None
         return Description(
             namespace=row.namespace,
             workflow_id=row.workflow_id,
@@ -674,6 +683,7 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps):
             root_workflow_id=row.root_workflow_id,
             root_run_id=row.root_run_id,
             execution_time=row.execution_time,
+            search_attributes=json_loads(held) if held else {},
         )
 
     @operation(read=True)

@@ -60,6 +60,8 @@ class StartWorkflowRequest:
     #: ``static_summary`` / ``static_details`` as Temporal's ``UserMetadata``
     #: (``{"summary": payload, "details": payload}``), recorded on the start event.
     user_metadata: JsonDict | None = None
+    #: Search attributes set at start: Temporal's ``indexedFields`` (name -> payload).
+    search_attributes: dict[str, JsonDict] | None = None
 
 
 @dataclass
@@ -236,6 +238,8 @@ class Description:
     root_run_id: str | None
     #: When the first workflow task was due (start time plus its backoff), epoch seconds.
     execution_time: float | None
+    #: The search attributes the run holds now: ``indexedFields`` JSON (name -> payload).
+    search_attributes: JsonDict = field(default_factory=dict)
 
 
 @dataclass

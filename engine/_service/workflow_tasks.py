@@ -34,6 +34,7 @@ from . import activities
 from .children import ChildOps, signal_external
 from .clock import Clock
 from .operation import operation
+from .search_attributes import BadSearchAttributesError, visibility_changes
 from .state import (
     HISTORY_MAX_BYTES,
     HISTORY_MAX_EVENTS,
@@ -43,6 +44,7 @@ from .state import (
     RunState,
     activity_channel,
     add_timer,
+    dumps,
     new_run_id,
     query_channel,
     started_attributes,
@@ -238,6 +240,14 @@ class WorkflowTaskOps(ChildOps):
         workers keep a task alive (a ``WorkflowTaskCompleted`` then a new task's events).
         """
         rs, wft = self._current_wft(tx, task)
+        bad = _bad_search_attributes(rs, commands)
+        if bad is not None:
+            # Temporal fails such a task (BAD_SEARCH_ATTRIBUTES) and retries it: once the
+            # attribute is registered, a retry goes through with nothing else changed.
+            self._fail_task(
+                rs, wft, "WORKFLOW_TASK_FAILED_CAUSE_BAD_SEARCH_ATTRIBUTES", bad, identity
+            )
+            return Completion(accepted=False)
         for update_id, failure in rejections or []:
             row_id = tx.set_update(
                 task.run_id, update_id, UPDATE_REJECTED, json.dumps({"failure": failure})
@@ -412,12 +422,21 @@ class WorkflowTaskOps(ChildOps):
             )
             rs.tx.delete_timers(rs.run_id, ("user",), started_id)
         elif isinstance(command, cmd.UpsertWorkflowSearchAttributes):
-            # Recorded in the history (visibility does not index it yet: issue 15).
+            # Checked before the task was accepted (_bad_search_attributes); written to the
+            # run's visibility row in this transaction.
+            visible = rs.tx.get_visibility(rs.run_id)
+            held = rs.visibility.get(
+                "search_attributes", visible.search_attributes if visible else None
+            )
+            columns, after, recorded = visibility_changes(
+                rs.tx, rs.namespace, command.search_attributes, json_loads(held) if held else None
+            )
+            rs.visibility.update(columns, search_attributes=dumps(after) if after else None)
             rs.add_event(
                 "UpsertWorkflowSearchAttributes",
                 {
                     "workflowTaskCompletedEventId": wtc,
-                    "searchAttributes": {"indexedFields": dict(command.search_attributes)},
+                    "searchAttributes": {"indexedFields": recorded},
                 },
             )
         elif isinstance(command, cmd.RecordMarker):
@@ -483,6 +502,8 @@ class WorkflowTaskOps(ChildOps):
                 attrs["backoffStartInterval"] = duration_to_json(command.backoff_start_interval)
             if command.memo:
                 attrs["memo"] = command.memo
+            if command.search_attributes:
+                attrs["searchAttributes"] = {"indexedFields": command.search_attributes}
             rs.add_event("WorkflowExecutionContinuedAsNew", attrs)
             rs.close(S.CONTINUED_AS_NEW, new_run_id=new_id)
         elif isinstance(command, cmd.AcceptUpdate):
@@ -646,6 +667,7 @@ class WorkflowTaskOps(ChildOps):
             execution_timeout=row.execution_timeout,
             retry_policy=command.retry_policy or started.get("retryPolicy"),
             memo=command.memo or started.get("memo"),
+            search_attributes=command.search_attributes,
             start_delay=command.backoff_start_interval or 0.0,
             identity=identity,
         )
@@ -654,6 +676,10 @@ class WorkflowTaskOps(ChildOps):
         """Start the run that continues ``rs`` (continue-as-new or retry): same workflow
         id and parent, the run id its closing event announced."""
         row = rs.row
+        if fields.get("search_attributes") is None:
+            # What the run holds now goes on (as Temporal carries it to the next run).
+            held = _held_search_attributes(rs)
+            fields["search_attributes"] = held or None
         req = StartWorkflowRequest(
             namespace=row.namespace,
             workflow_id=row.workflow_id,
@@ -680,6 +706,10 @@ class WorkflowTaskOps(ChildOps):
     ) -> None:
         """Record a failed workflow task; the run stays open and the task is retried."""
         rs, wft = self._current_wft(tx, task)
+        self._fail_task(rs, wft, cause, failure, identity)
+
+    @staticmethod
+    def _fail_task(rs: RunState, wft: Row, cause: str, failure: JsonDict, identity: str) -> None:
         attempt = int(wft.attempt)
         if wft.scheduled_event_id is not None:
             rs.add_event(
@@ -725,6 +755,40 @@ def _accepted_event_id(rs: RunState, update_id: str) -> int:
         if json_loads(row.attributes).get("protocolInstanceId") == update_id:
             return int(row.event_id)
     return 0
+
+
+def _bad_search_attributes(rs: RunState, commands: list[cmd.Command]) -> JsonDict | None:
+    """The failure of a task whose upserts set an attribute that is not registered or a
+    value that does not fit its type (None when all of them are fine)."""
+    given = [
+        c.search_attributes
+        for c in commands
+        if isinstance(
+            c,
+            cmd.UpsertWorkflowSearchAttributes
+            | cmd.StartChildWorkflowExecution
+            | cmd.ContinueAsNewWorkflowExecution,
+        )
+        and c.search_attributes
+    ]
+    if not given:
+        return None
+    try:
+        for fields in given:
+            visibility_changes(rs.tx, rs.namespace, fields, None)
+    except BadSearchAttributesError as err:
+        return {"message": f"BadSearchAttributes: {err}", "serverFailureInfo": {}}
+    return None
+
+
+def _held_search_attributes(rs: RunState) -> JsonDict:
+    """The search attributes ``rs`` holds now (its visibility row, with this change's)."""
+    if "search_attributes" in rs.visibility:
+        held = rs.visibility["search_attributes"]
+    else:
+        visible = rs.tx.get_visibility(rs.run_id)
+        held = visible.search_attributes if visible is not None else None
+    return dict(json_loads(held)) if held else {}
 
 
 def _read_history(

@@ -6,6 +6,7 @@ over ``dn_visibility AS v``, every value a bound parameter.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -33,6 +34,9 @@ REMOVE_SEARCH_ATTRIBUTE = Q(
 #: (``COLLATE "C"``), whatever the database's collation, so that both backends order them
 #: alike. (Run ids, the last tie-break, keep the column's collation: its index orders them.)
 _CODE_POINT_ORDER = {"workflow_id", "workflow_type", "task_queue"}
+
+
+_CUSTOM_COLUMN = re.compile(r"(keyword|text|int|double|bool|datetime|keyword_list)\d\d")
 
 
 class _Tx(Protocol):
@@ -137,6 +141,13 @@ class VisibilityQueries:
             ADD_SEARCH_ATTRIBUTE,
             {"ns": namespace, "name": name, "t": value_type, "col": column, "now": now},
         )
+
+    def clear_visibility_column(self: _Tx, namespace: str, column: str) -> None:
+        """Empty a custom attribute's column in every run of the namespace."""
+        if not _CUSTOM_COLUMN.fullmatch(column):
+            raise ValueError(f"not a custom search attribute column: {column!r}")
+        sql = f"UPDATE dn_visibility SET {column} = NULL WHERE namespace = :ns"
+        self._q(Q(sql), {"ns": namespace})
 
     def remove_search_attribute(self: _Tx, namespace: str, name: str) -> None:
         """Unregister a custom search attribute (its column is cleared by the caller)."""

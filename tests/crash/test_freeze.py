@@ -45,8 +45,10 @@ async def test_a_worker_frozen_past_the_timeout_changes_nothing_when_thawed(
         ):
 
             async def activity_done() -> bool:
-                events = (await handle.fetch_history()).events
-                return any(e.event_type == "ActivityTaskCompleted" for e in events)
+                # ... and the workflow task that saw it completed: the run waits quietly
+                # for its signal, so its history stays as it is unless the thaw changes it.
+                types = [e.event_type for e in (await handle.fetch_history()).events]
+                return "ActivityTaskCompleted" in types and types[-1] == "WorkflowTaskCompleted"
 
             await until(activity_done, timeout=60)
             history = (await handle.fetch_history()).to_json_dict()

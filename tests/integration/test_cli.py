@@ -493,3 +493,40 @@ async def _history_of(db: str, workflow_id: str) -> WorkflowHistory:
         return await client.get_workflow_handle(workflow_id).fetch_history()
     finally:
         await client.close()
+
+
+def test_operator_search_attributes(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        capsys, "operator", "search-attribute", "create", "--db", db_url,
+        "--name", "CustomerId", "--type", "Keyword", "--name", "Amount", "--type", "Int",
+    )  # fmt: skip
+    assert code == 0, out
+    assert "registered CustomerId (Keyword) in namespace default" in out
+    code, out, _ = run_cli(
+        capsys, "operator", "search-attribute", "create", "--db", db_url,
+        "--name", "CustomerId", "--type", "Text",
+    )  # fmt: skip
+    assert code == 0 and "it stays Keyword (remove it first to change its type)" in out
+    code, out, _ = run_cli(
+        capsys, "operator", "search-attribute", "list", "--db", db_url, "-o", "json"
+    )
+    listed = json.loads(out)
+    assert listed["custom"] == {"Amount": "Int", "CustomerId": "Keyword"}
+    assert listed["system"]["ExecutionStatus"] == "Keyword"
+    code, out, _ = run_cli(
+        capsys, "workflow", "list", "--db", db_url, "--query", "CustomerId = 'x'"
+    )
+    assert code == 0, out  # a registered attribute is known to the filter
+    code, _, err = run_cli(
+        capsys, "operator", "search-attribute", "create", "--db", db_url,
+        "--name", "WorkflowId", "--type", "Keyword",
+    )  # fmt: skip
+    assert code != 0
+    _assert_one_line_error(err, "Search attribute WorkflowId is reserved by system")
+    code, out, _ = run_cli(
+        capsys, "operator", "search-attribute", "remove", "--db", db_url, "--name", "Amount"
+    )
+    assert code == 0 and "removed Amount" in out
+    code, _, err = run_cli(capsys, "workflow", "list", "--db", db_url, "--query", "Amount = 1")
+    assert code != 0
+    _assert_one_line_error(err, "column 1 of the list filter: unknown search attribute 'Amount'")

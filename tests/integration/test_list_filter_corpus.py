@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import ApplicationError, Client, Worker, workflow
+from engine.operator import AddSearchAttributesRequest
 
 BASE = settings(
     derandomize=True,
@@ -58,6 +60,29 @@ class RefundSpecial(Order):
     pass
 
 
+#: Custom search attributes of the corpus, registered first.
+CUSTOM_TYPES = {
+    "CustomerId": "Keyword",
+    "Notes": "Text",
+    "Tags": "KeywordList",
+    "Amount": "Int",
+    "Paid": "Bool",
+}
+#: The custom attributes each run starts with (workflow id -> the dict form's lists).
+CUSTOM_VALUES: dict[str, dict[str, list[Any]]] = {
+    "order-1": {
+        "CustomerId": ["c1"],
+        "Notes": ["Hello big World"],
+        "Tags": ["x", "y"],
+        "Amount": [5],
+        "Paid": [True],
+    },
+    "order-2": {"CustomerId": ["c2"], "Notes": ["hello there"], "Tags": ["y"], "Amount": [10]},
+    "order-10": {"CustomerId": ["c1"], "Paid": [False]},
+    "refund-1": {"Notes": ["Refund_requested: WORLD-wide"], "Tags": ["z"], "Amount": [-3]},
+    "x_y%z": {"CustomerId": ["c10"], "Tags": ["x"], "Amount": [5], "Paid": [True]},
+}
+
 #: (workflow id, type, task queue, outcome): "wait" runs stay open, "terminate" and
 #: "cancel" runs are ended from the client.
 CORPUS = [
@@ -85,6 +110,11 @@ ATTRIBUTES = {
     "HistoryLength": ("history_length", "int"),
     "ParentWorkflowId": ("parent_workflow_id", "keyword"),
     "RootWorkflowId": ("root_workflow_id", "keyword"),
+    "CustomerId": ("CustomerId", "keyword"),
+    "Notes": ("Notes", "text"),
+    "Tags": ("Tags", "list"),
+    "Amount": ("Amount", "int"),
+    "Paid": ("Paid", "bool"),
 }
 STATUS = {
     "Running": 1,
@@ -109,6 +139,9 @@ def corpus(db_url: str) -> Iterator[tuple[asyncio.Runner, Client, list[dict[str,
 
 
 async def _make_corpus(client: Client) -> list[dict[str, Any]]:
+    await client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(search_attributes=CUSTOM_TYPES)
+    )
     workers = [
         Worker(client, task_queue=q, workflows=[Order, Refund, RefundSpecial])
         for q in ("tq-a", "tq-b")
@@ -122,6 +155,7 @@ async def _make_corpus(client: Client) -> list[dict[str, Any]]:
                 "wait" if outcome in ("terminate", "cancel") else outcome,
                 id=wid,
                 task_queue=queue,
+                search_attributes=CUSTOM_VALUES.get(wid),
             )
             if outcome == "terminate":
                 await handle.terminate()
@@ -140,9 +174,16 @@ async def _make_corpus(client: Client) -> list[dict[str, Any]]:
     engine = sa.create_engine(client.store.url.render_as_string(hide_password=False))
     try:
         with engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(sa.text("SELECT * FROM dn_visibility"))]
+            rows = [dict(r._mapping) for r in conn.execute(sa.text("SELECT * FROM dn_visibility"))]
     finally:
         engine.dispose()
+    # The custom attributes as the test set them (not as the engine stored them).
+    for row in rows:
+        held = CUSTOM_VALUES.get(row["workflow_id"], {})
+        for name, kind in CUSTOM_TYPES.items():
+            values = held.get(name)
+            row[name] = None if values is None else values if kind == "KeywordList" else values[0]
+    return rows
 
 
 async def _until_started(handle: Any) -> None:
@@ -177,6 +218,8 @@ def _literal(kind: str, value: Any) -> tuple[str, Any]:
         return _quote(text), datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     if kind == "int":
         return str(value), value
+    if kind == "bool":
+        return ("true" if value else "false"), value
     return _quote(value), value
 
 
@@ -193,6 +236,10 @@ def _compare(op: str, a: Any, b: Any) -> bool | None:
     }[op]
 
 
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
 @st.composite
 def values_of(draw: st.DrawFn, rows: list[dict[str, Any]], attribute: str) -> Any:
     column, kind = ATTRIBUTES[attribute]
@@ -204,6 +251,14 @@ def values_of(draw: st.DrawFn, rows: list[dict[str, Any]], attribute: str) -> An
         return base + draw(st.sampled_from([0.0, -0.001, 0.001, -3600.0]))
     if kind == "int":
         return draw(st.sampled_from(seen or [0])) + draw(st.integers(-1, 1))
+    if kind == "bool":
+        return draw(st.booleans())
+    if kind == "text":
+        known = sorted({w for text in seen for w in _words(text)} | {"nope", "hel"})
+        picked = draw(st.lists(st.sampled_from(known), min_size=1, max_size=2))
+        return " ".join(w.upper() if draw(st.booleans()) else w for w in picked)
+    if kind == "list":
+        return draw(st.sampled_from(sorted({v for items in seen for v in items} | {"nope"})))
     options = [*seen, "order", "Order-", "nope", "r", "x_y"]
     return draw(st.sampled_from(sorted(set(options))))
 
@@ -215,9 +270,13 @@ def atoms(draw: st.DrawFn, rows: list[dict[str, Any]]) -> tuple[str, Pred]:
     form = draw(st.sampled_from(["cmp", "cmp", "in", "between", "prefix", "null"]))
     if form == "null":
         negated = draw(st.booleans())
+
+        def absent(r: dict[str, Any]) -> bool:
+            return r[column] is None or (kind == "list" and not r[column])
+
         return (
             f"{attribute} IS {'NOT ' if negated else ''}NULL",
-            lambda r: (r[column] is not None) == negated,
+            lambda r: absent(r) != negated,
         )
     if form == "prefix" and kind == "keyword":
         value = draw(values_of(rows, attribute))
@@ -227,18 +286,20 @@ def atoms(draw: st.DrawFn, rows: list[dict[str, Any]]) -> tuple[str, Pred]:
             f"{attribute} STARTS_WITH {text}",
             lambda r: None if r[column] is None else r[column].startswith(meaning),
         )
-    if form == "in":
+    if form == "in" and kind != "text":
         picked = draw(st.lists(values_of(rows, attribute), min_size=1, max_size=3))
         texts, meanings = zip(*(_literal(kind, v) for v in picked), strict=True)
         negated = draw(st.booleans())
 
         def member(r: dict[str, Any]) -> bool | None:
+            if kind == "list":  # yes or no, as a list's match is
+                return any(m in (r[column] or []) for m in meanings) != negated
             if r[column] is None:
                 return None
             return (r[column] in meanings) != negated
 
         return f"{attribute} {'NOT ' if negated else ''}IN ({', '.join(texts)})", member
-    if form == "between" and kind != "status":
+    if form == "between" and kind in ("keyword", "int", "datetime"):
         low, high = sorted(draw(st.lists(values_of(rows, attribute), min_size=2, max_size=2)))
         (lt, lm), (ht, hm) = _literal(kind, low), _literal(kind, high)
         negated = draw(st.booleans())
@@ -249,9 +310,26 @@ def atoms(draw: st.DrawFn, rows: list[dict[str, Any]]) -> tuple[str, Pred]:
             return (lm <= r[column] <= hm) != negated
 
         return f"{attribute} {'NOT ' if negated else ''}BETWEEN {lt} AND {ht}", between
-    ops = ["=", "!="] if kind == "status" else ["=", "!=", ">", ">=", "<", "<="]
+    if kind in ("status", "text", "list", "bool"):
+        ops = ["=", "!="]
+    else:
+        ops = ["=", "!=", ">", ">=", "<", "<="]
     op = draw(st.sampled_from(ops))
     text, meaning = _literal(kind, draw(values_of(rows, attribute)))
+    if kind == "text":  # any of the value's words, case-insensitive; yes or no
+
+        def matches(r: dict[str, Any]) -> bool:
+            found = r[column] is not None and bool(_words(meaning) & _words(r[column]))
+            return found if op == "=" else not found
+
+        return f"{attribute} {op} {text}", matches
+    if kind == "list":
+
+        def holds(r: dict[str, Any]) -> bool:
+            found = meaning in (r[column] or [])
+            return found if op == "=" else not found
+
+        return f"{attribute} {op} {text}", holds
     return f"{attribute} {op} {text}", lambda r: _compare(op, r[column], meaning)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import engine.client
 import engine.common
+import engine.operator
 from engine import Client, Worker, WorkflowFailureError, WorkflowHistory
 
 from . import engine_code as code
@@ -37,6 +38,10 @@ Start = Callable[[Any, ModuleType, SimpleNamespace, str, str], Awaitable[Any]]
 
 #: The client-side names a drive or start uses, on our engine.
 ENGINE_API = SimpleNamespace(
+    AddSearchAttributesRequest=engine.operator.AddSearchAttributesRequest,
+    IndexedValueType=engine.operator.IndexedValueType,
+    SearchAttributePair=engine.common.SearchAttributePair,
+    TypedSearchAttributes=engine.common.TypedSearchAttributes,
     WithStartWorkflowOperation=engine.client.WithStartWorkflowOperation,
     WorkflowUpdateStage=engine.client.WorkflowUpdateStage,
     WorkflowIDConflictPolicy=engine.common.WorkflowIDConflictPolicy,
@@ -45,10 +50,16 @@ ENGINE_API = SimpleNamespace(
 
 def temporal_api() -> SimpleNamespace:
     """The same names from ``temporalio`` (imported when called)."""
+    import temporalio.api.enums.v1
+    import temporalio.api.operatorservice.v1
     import temporalio.client
     import temporalio.common
 
     return SimpleNamespace(
+        AddSearchAttributesRequest=temporalio.api.operatorservice.v1.AddSearchAttributesRequest,
+        IndexedValueType=temporalio.api.enums.v1.IndexedValueType,
+        SearchAttributePair=temporalio.common.SearchAttributePair,
+        TypedSearchAttributes=temporalio.common.TypedSearchAttributes,
         WithStartWorkflowOperation=temporalio.client.WithStartWorkflowOperation,
         WorkflowUpdateStage=temporalio.client.WorkflowUpdateStage,
         WorkflowIDConflictPolicy=temporalio.common.WorkflowIDConflictPolicy,
@@ -148,6 +159,29 @@ async def _cancel_twice(handle: Any, wf: ModuleType, api: SimpleNamespace) -> No
     await wait_for_event(handle, "WorkflowTaskCompleted", 3)
     await handle.cancel()
     await handle.signal(wf.CancelRulesWF.finish_now)
+
+
+async def _registered_attributes_first(
+    client: Any, wf: ModuleType, api: SimpleNamespace, task_queue: str, workflow_id: str
+) -> Any:
+    kinds = api.IndexedValueType
+    await client.operator_service.add_search_attributes(
+        api.AddSearchAttributesRequest(
+            namespace="default",
+            search_attributes={
+                "CustomerId": kinds.INDEXED_VALUE_TYPE_KEYWORD,
+                "OrderTags": kinds.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+            },
+        )
+    )
+    return await client.start_workflow(
+        wf.SearchAttrsWF.run,
+        id=workflow_id,
+        task_queue=task_queue,
+        search_attributes=api.TypedSearchAttributes(
+            [api.SearchAttributePair(wf.CUSTOMER_ID, "c-1")]
+        ),
+    )
 
 
 def _last_event(history: Any) -> tuple[str, JsonDict]:
@@ -389,6 +423,14 @@ CASES: list[Case] = [
         start=_a_closed_run_first,
         drive=_cancel_twice,
         result=["closed run: cancel delivered", "cancelled"],
+    ),
+    Case(
+        "search_attributes",
+        code.SearchAttrsWF,
+        None,
+        "WorkflowExecutionCompleted",
+        start=_registered_attributes_first,
+        result=["started for c-1", "tags ['gift', 'urgent']", "now for c-2", "tags None"],
     ),
     Case(
         "dynamic_signals",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from engine import ActivityError, ApplicationError, RetryPolicy, activity, workflow
-from engine.common import RawValue
+from engine.common import RawValue, SearchAttributeKey
 
 TIMEOUT = timedelta(seconds=30)
 FAST_RETRY = RetryPolicy(
@@ -608,6 +608,30 @@ class CancelRulesWF:
         return self.said
 
 
+#: Custom search attributes of the search_attributes case (registered by its start).
+CUSTOMER_ID = SearchAttributeKey.for_keyword("CustomerId")
+ORDER_TAGS = SearchAttributeKey.for_keyword_list("OrderTags")
+
+
+@workflow.defn
+class SearchAttrsWF:
+    """Starts with a customer id, upserts another and a list of tags, then unsets the tags;
+    says what ``workflow.info()`` showed along the way."""
+
+    @workflow.run
+    async def run(self) -> list[str]:
+        said = [f"started for {workflow.info().typed_search_attributes.get(CUSTOMER_ID)}"]
+        workflow.upsert_search_attributes(
+            [CUSTOMER_ID.value_set("c-2"), ORDER_TAGS.value_set(["gift", "urgent"])]
+        )
+        said.append(f"tags {list(workflow.info().typed_search_attributes.get(ORDER_TAGS))}")
+        await workflow.sleep(timedelta(milliseconds=100))
+        workflow.upsert_search_attributes([ORDER_TAGS.value_unset()])
+        said.append(f"now for {workflow.info().typed_search_attributes.get(CUSTOMER_ID)}")
+        said.append(f"tags {workflow.info().typed_search_attributes.get(ORDER_TAGS)}")
+        return said
+
+
 ALL_WORKFLOWS = [
     HelloWF,
     SeqActivitiesWF,
@@ -635,4 +659,5 @@ ALL_WORKFLOWS = [
     LongLocalWF,
     CancelledLocalWF,
     CancelRulesWF,
+    SearchAttrsWF,
 ]

@@ -105,13 +105,6 @@ TO_BUILD_PARAMETERS: dict[str, set[str]] = {}
 
 #: In temporalio, left out here on purpose: reason -> ``module.Name.param`` keys.
 DELIBERATELY_ABSENT_PARAMETERS: dict[str, set[str]] = {
-    "search attributes are issue 15 (visibility)": {
-        *_each(_START, ["search_attributes"]),
-        *_each(_CHILD_STARTS, ["search_attributes"]),
-        "engine.workflow.continue_as_new.search_attributes",
-        "engine.client.WithStartWorkflowOperation.search_attributes",
-        "engine.testing.WorkflowEnvironment.start_local.search_attributes",
-    },
     "priority and fairness of task queues not built": {
         *_each(_START, ["priority"]),
         *_each(_ACTIVITY_STARTS, ["priority"]),
@@ -144,6 +137,7 @@ DELIBERATELY_ABSENT_PARAMETERS: dict[str, set[str]] = {
                     "patched",
                     "sleep",
                     "upsert_memo",
+                    "upsert_search_attributes",
                     "wait_condition",
                 )
             ],
@@ -273,10 +267,10 @@ DELIBERATELY_ABSENT_PARAMETERS: dict[str, set[str]] = {
     "no page tokens for history: the iterator pages by event id (after_event_id=)": {
         "engine.client.WorkflowHandle.fetch_history_events.next_page_token"
     },
-    "fields: visibility's raw protobuf and search attributes of runs (issue 15)": {
+    "fields: visibility's raw protobuf (no gRPC here)": {
         *_each(
             ["engine.client.WorkflowExecution", "engine.client.WorkflowExecutionDescription"],
-            ["raw_info", "search_attributes", "typed_search_attributes"],
+            ["raw_info"],
         ),
         "engine.client.WorkflowExecutionDescription.raw_description",
     },

@@ -47,13 +47,14 @@ WRITTEN_EXTRA: dict[str, set[str]] = {
     # An empty header message: Temporal's Python client sends none. The others: runs of a
     # cron schedule and runs started with a memo, which no sample run was (Temporal's dev
     # server writes them so: tests/replay/histories/temporal/cron_schedule.json and
-    # upsert_memo.json).
+    # upsert_memo.json); search attributes set at start (search_attributes.json).
     "WorkflowExecutionStarted": {
         "header",
         "cronSchedule",
         "initiator",
         "lastCompletionResult",
         "memo",
+        "searchAttributes",
     },
     # A cron run's close names the next run.
     "WorkflowExecutionCompleted": {"newExecutionRunId"},

@@ -318,11 +318,50 @@ async def skip_to_next_timer(svc: Service, clock: FrozenClock) -> Op:
     return lambda: svc.skip_to_next_timer()
 
 
+#: A Keyword search attribute's value ("c1"), as payload JSON.
+_KEYWORD = {
+    "metadata": {"encoding": "anNvbi9wbGFpbg==", "type": "S2V5d29yZA=="},
+    "data": "ImMxIg==",
+}
+
+
+async def start_workflow_with_search_attributes(svc: Service, clock: FrozenClock) -> Op:
+    await svc.add_search_attributes(NS, {"CustomerId": 2})
+    return lambda: svc.start_workflow(_request(search_attributes={"CustomerId": _KEYWORD}))
+
+
+async def complete_workflow_task_upserting(svc: Service, clock: FrozenClock) -> Op:
+    await svc.add_search_attributes(NS, {"CustomerId": 2})
+    task = await _workflow_task(svc)
+    upsert = cmd.UpsertWorkflowSearchAttributes({"CustomerId": _KEYWORD})
+    return lambda: svc.complete_workflow_task(task, [upsert], WORKER)
+
+
+async def complete_workflow_task_with_a_bad_search_attribute(
+    svc: Service, clock: FrozenClock
+) -> Op:
+    task = await _workflow_task(svc)
+    upsert = cmd.UpsertWorkflowSearchAttributes({"NotRegistered": _KEYWORD})
+    return lambda: svc.complete_workflow_task(task, [upsert], WORKER)
+
+
+async def add_search_attributes(svc: Service, clock: FrozenClock) -> Op:
+    await svc.add_search_attributes(NS, {"Region": 2})
+    return lambda: svc.add_search_attributes(NS, {"CustomerId": 2, "Region": 2, "Amount": 3})
+
+
+async def remove_search_attributes(svc: Service, clock: FrozenClock) -> Op:
+    await svc.add_search_attributes(NS, {"CustomerId": 2})
+    await _started(svc, search_attributes={"CustomerId": _KEYWORD})
+    return lambda: svc.remove_search_attributes(NS, ["CustomerId"])
+
+
 CASES: dict[str, list[Setup]] = {
     "start_workflow": [
         start_workflow,
         start_workflow_over_a_running_one,
         start_workflow_eagerly,
+        start_workflow_with_search_attributes,
     ],
     "signal_workflow": [signal_workflow],
     "request_cancel": [request_cancel],
@@ -336,6 +375,8 @@ CASES: dict[str, list[Setup]] = {
     "complete_workflow_task": [
         complete_workflow_task,
         complete_workflow_task_continuing_as_new,
+        complete_workflow_task_upserting,
+        complete_workflow_task_with_a_bad_search_attribute,
     ],
     "fail_workflow_task": [fail_workflow_task],
     "retry_workflow_tasks_now": [retry_workflow_tasks_now],
@@ -348,6 +389,8 @@ CASES: dict[str, list[Setup]] = {
     "heartbeat_activity_by_ref": [heartbeat_activity_by_ref],
     "fire_due_timers": [fire_due_timers],
     "skip_to_next_timer": [skip_to_next_timer],
+    "add_search_attributes": [add_search_attributes],
+    "remove_search_attributes": [remove_search_attributes],
 }
 
 
