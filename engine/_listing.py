@@ -30,10 +30,11 @@ __all__ = [
 
 
 class WorkflowExecutionAsyncIterator:
-    """What ``Client.list_workflows()`` returns: runs newest first, a page at a time.
+    """What ``Client.list_workflows()`` returns: runs in the filter's order (open runs
+    first, then closed ones newest first, unless it says ``ORDER BY``), a page at a time.
 
-    Pages follow one another by position (start time, then run id), so runs started while
-    a listing is paged through do not shift the later pages.
+    Pages follow one another by position (the last row's order values), so runs started
+    while a listing is paged through do not shift the later pages.
     """
 
     def __init__(

@@ -208,9 +208,21 @@ def parse(query: str | None) -> ListFilter:
         return ListFilter(None)
     try:
         tree = _PARSER.parse(query)
+        return _Build().transform(tree)  # type: ignore[no-any-return]
     except lark.UnexpectedInput as err:
         raise _syntax_error(query, err) from None
-    return _Build().transform(tree)  # type: ignore[no-any-return]
+    except lark.exceptions.VisitError as err:  # raised by a _Build method
+        if isinstance(err.orig_exc, ListFilterError):
+            raise err.orig_exc from None
+        if isinstance(err.orig_exc, RecursionError):
+            raise _too_deep() from None
+        raise
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _too_deep() -> ListFilterError:
+    return ListFilterError("the filter nests too deeply (NOT or parentheses)")
 
 
 def _syntax_error(query: str, err: lark.UnexpectedInput) -> ListFilterError:
@@ -310,6 +322,11 @@ class _Build(lark.Transformer[Any, Any]):
             try:
                 number = int(text)
             except ValueError:
+                if text.lstrip("+-").isdigit():  # past Python's limit on digits
+                    raise ListFilterError(
+                        f"the number has {len(text):,} digits: too large for any attribute",
+                        column,
+                    ) from None
                 number = float(text)
             return Value("number", number, column)
         if kind in ("TRUE", "FALSE"):

@@ -75,7 +75,8 @@ class SearchAttributeOps:
     store: Store
     clock: Clock
 
-    @operation
+    # Two registrations at once may pick the same free column: the loser runs again.
+    @operation(conflict_retries=2)
     def add_search_attributes(
         self, tx: StoreTx, namespace: str, attributes: Mapping[str, Any]
     ) -> list[str]:
@@ -114,7 +115,8 @@ class SearchAttributeOps:
     @operation
     def remove_search_attributes(self, tx: StoreTx, namespace: str, names: Iterable[str]) -> None:
         """Unregister custom attributes; their values are cleared from every run of the
-        namespace (a column handed to another attribute later starts empty)."""
+        namespace that holds them (its column, and the attributes describe shows), so a
+        column handed to another attribute later starts empty."""
         existing = {r.name: r for r in tx.search_attributes(namespace)}
         names = list(names)
         for name in names:
@@ -122,7 +124,14 @@ class SearchAttributeOps:
                 raise InvalidArgumentError(f"Search attribute {name} doesn't exist.")
         for name in names:
             tx.remove_search_attribute(namespace, name)
-            tx.clear_visibility_column(namespace, existing[name].column_name)
+            tx.forget_search_attribute(namespace, name, existing[name].column_name)
+
+
+def still_registered(tx: StoreTx, namespace: str, held: Mapping[str, Any]) -> JsonDict:
+    """``held`` (a run's attributes JSON) without the names no longer registered: what a
+    run carries to the next one (continue-as-new, retry, cron)."""
+    known = registered(tx, namespace) if set(held) - set(RUN_SETTABLE) else {}
+    return {n: p for n, p in held.items() if n in known or n in RUN_SETTABLE}
 
 
 def registered(tx: StoreTx, namespace: str) -> dict[str, tuple[T, str]]:
@@ -142,6 +151,7 @@ def visibility_changes(
     attribute's registered type, as Temporal's server sets it. Raises
     :class:`BadSearchAttributesError` with Temporal's message."""
     known = registered(tx, namespace) if set(fields) - set(RUN_SETTABLE) else {}
+    _check_sizes(fields)
     columns: dict[str, Any] = {}
     after = dict(current or {})
     recorded: JsonDict = {}
@@ -161,6 +171,8 @@ def visibility_changes(
                 "--type Keyword, or another type)"
             )
         value = _payload_value(payload, name)
+        if value == []:  # the dict form's empty list unsets, as on Temporal
+            value = _UNSET
         typed = {**payload, "metadata": {**payload["metadata"], "type": _TYPE_METADATA[kind]}}
         recorded[name] = typed
         if value is _UNSET:
@@ -177,6 +189,27 @@ _TYPE_METADATA = {k: base64.b64encode(type_name(k).encode()).decode() for k in T
 
 
 _UNSET: Any = object()
+
+#: Temporal's defaults: ``limit.searchAttributeValueSizeLimit`` (each value) and
+#: ``limit.searchAttributeTotalSizeLimit`` (all of a run's, in one request).
+VALUE_SIZE_LIMIT = 2 * 1024
+TOTAL_SIZE_LIMIT = 40 * 1024
+
+
+def _check_sizes(fields: Mapping[str, Any]) -> None:
+    total = 0
+    for name, payload in fields.items():
+        data = payload.get("data") if isinstance(payload, Mapping) else None
+        size = len(data) * 3 // 4 if isinstance(data, str) else 0
+        total += size + len(name)
+        if size > VALUE_SIZE_LIMIT:
+            raise BadSearchAttributesError(
+                f"search attribute {name} value size {size} exceeds size limit {VALUE_SIZE_LIMIT}"
+            )
+    if total > TOTAL_SIZE_LIMIT:
+        raise BadSearchAttributesError(
+            f"total size of search attributes {total} exceeds size limit {TOTAL_SIZE_LIMIT}"
+        )
 
 
 def _payload_value(payload: Any, name: str) -> Any:

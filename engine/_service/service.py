@@ -58,7 +58,7 @@ from .types import (
     StartWorkflowResult,
 )
 from .update_ops import UpdateOps
-from .visibility import Attribute, compile_filter
+from .visibility import TEXT_ORDER_COLUMNS, Attribute, compile_filter
 from .watch import CloseWatcher
 from .workflow_tasks import WorkflowTaskOps, _read_history
 
@@ -701,7 +701,13 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps):
         compiled = compile_filter(
             query, custom_attributes(tx, namespace), postgres=tx.postgres, namespace=namespace
         )
-        if after is not None and len(after) != len(compiled.order):
+        if after is not None and (
+            len(after) != len(compiled.order)
+            or any(
+                isinstance(value, str) != (column in TEXT_ORDER_COLUMNS)
+                for value, (column, _) in zip(after, compiled.order, strict=True)
+            )
+        ):
             raise InvalidArgumentError(
                 "the page token does not belong to this query's order: list again from "
                 "the first page"

@@ -33,6 +33,7 @@ from datetime import datetime
 from typing import Any
 
 from .._model import list_filter as lf
+from .._model.limits import check_text, quote
 from .._model.list_filter import ListFilterError
 from ..common import SearchAttributeIndexedValueType as T
 from ..common import WorkflowExecutionStatus
@@ -128,6 +129,9 @@ ORDERABLE = {
     "TaskQueue": "task_queue",
     "ExecutionStatus": "status",
 }
+
+#: The ORDER BY columns that hold text (the others hold numbers).
+TEXT_ORDER_COLUMNS = {"workflow_id", "workflow_type", "task_queue", "run_id"}
 
 #: The listing order when the filter gives none: open runs first, then by close time.
 DEFAULT_ORDER: tuple[tuple[str, bool], ...] = (
@@ -298,11 +302,9 @@ class _Writer:
             self._check_op(attr, node.op, node.name)
             value = self.value(attr, node.value)
             if column is None:
-                return (
-                    "(1 = 0)"
-                    if kind not in (T.TEXT, T.KEYWORD_LIST) or node.op == "="
-                    else "(1 = 1)"
-                )
+                if kind in (T.TEXT, T.KEYWORD_LIST):  # yes-or-no matches
+                    return "(1 = 0)" if node.op == "=" else "(1 = 1)"
+                return _UNKNOWN
             if kind == T.TEXT:
                 match = self._text_match(column, node.value, value)
                 return match if node.op == "=" else f"(NOT {match})"
@@ -316,7 +318,9 @@ class _Writer:
             self._check_op(attr, "IN", node.name)
             values = [self.value(attr, v) for v in node.values]
             if column is None:
-                return "(1 = 1)" if node.negated and kind == T.KEYWORD_LIST else "(1 = 0)"
+                if kind == T.KEYWORD_LIST:
+                    return "(1 = 1)" if node.negated else "(1 = 0)"
+                return _UNKNOWN
             if kind == T.KEYWORD_LIST:
                 anyof = "(" + " OR ".join(self._list_has(column, v) for v in values) + ")"
                 return f"(NOT {anyof})" if node.negated else anyof
@@ -326,7 +330,7 @@ class _Writer:
             self._check_op(attr, "BETWEEN", node.name)
             low, high = self.value(attr, node.low), self.value(attr, node.high)
             if column is None:
-                return "(1 = 0)"
+                return _UNKNOWN
             negated = "NOT " if node.negated else ""
             ranged = self._ranged(column, kind)
             return f"({ranged} {negated}BETWEEN {self.param(low)} AND {self.param(high)})"
@@ -334,7 +338,7 @@ class _Writer:
             self._check_op(attr, "STARTS_WITH", node.name)
             prefix = self.value(attr, node.prefix)
             if column is None:
-                return "(1 = 0)"
+                return _UNKNOWN
             cut = "left" if self.postgres else "substr"
             start = "" if self.postgres else "1, "
             length = self.param(len(prefix))
@@ -367,6 +371,20 @@ class _Writer:
             )
 
     def value(self, attr: Attribute, value: lf.Value) -> Any:
+        if value.kind == "string":
+            check_text(value.raw, f"a value in the list filter (column {value.column})")
+        try:
+            return self._value(attr, value)
+        except ListFilterError:
+            raise
+        except (OverflowError, ValueError) as err:  # a number too large for its type
+            raise ListFilterError(
+                f"invalid value for search attribute {attr.name} of type "
+                f"{type_name(attr.value_type)}: {quote(str(value.raw), 40)} (out of range)",
+                value.column,
+            ) from err
+
+    def _value(self, attr: Attribute, value: lf.Value) -> Any:
         kind, raw = value.kind, value.raw
         if kind == "name":
             raise ListFilterError(
@@ -445,6 +463,11 @@ class _Writer:
                 f"jsonb_build_array(CAST({self.param(value)} AS text)))"
             )
         return f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = {self.param(value)})"
+
+
+#: A comparison with an attribute no run has: unknown (SQL's NULL), so that NOT of it is
+#: unknown too, as for a custom attribute a run does not have.
+_UNKNOWN = "(NULL = 1)"
 
 
 def _escape_like(word: str) -> str:

@@ -34,7 +34,7 @@ from . import activities
 from .children import ChildOps, signal_external
 from .clock import Clock
 from .operation import operation
-from .search_attributes import BadSearchAttributesError, visibility_changes
+from .search_attributes import BadSearchAttributesError, still_registered, visibility_changes
 from .state import (
     HISTORY_MAX_BYTES,
     HISTORY_MAX_EVENTS,
@@ -677,8 +677,9 @@ class WorkflowTaskOps(ChildOps):
         id and parent, the run id its closing event announced."""
         row = rs.row
         if fields.get("search_attributes") is None:
-            # What the run holds now goes on (as Temporal carries it to the next run).
-            held = _held_search_attributes(rs)
+            # What the run holds now goes on (as Temporal carries it to the next run),
+            # but for attributes removed from the namespace meanwhile.
+            held = still_registered(tx, rs.namespace, _held_search_attributes(rs))
             fields["search_attributes"] = held or None
         req = StartWorkflowRequest(
             namespace=row.namespace,

@@ -330,7 +330,8 @@ def _backfill_v12(conn: sa.Connection) -> None:
             "SELECT run_id, namespace, workflow_id, workflow_type, task_queue, status, "
             "start_time, COALESCE(execution_time, start_time), close_time, "
             f"COALESCE(close_time, {OPEN_CLOSE_ORDER}), "
-            "close_time - COALESCE(execution_time, start_time), "
+            "CASE WHEN close_time - COALESCE(execution_time, start_time) < 0 THEN 0 "
+            "ELSE close_time - COALESCE(execution_time, start_time) END, "
             "CASE WHEN close_time IS NULL THEN NULL ELSE next_event_id - 1 END, "
             "CASE WHEN close_time IS NULL THEN NULL ELSE history_size_bytes END, "
             "parent_workflow_id, parent_run_id, COALESCE(root_workflow_id, workflow_id), "
@@ -343,21 +344,31 @@ def _backfill_v12(conn: sa.Connection) -> None:
             "WHERE event_type = 'UpsertWorkflowSearchAttributes' ORDER BY run_id, event_id"
         )
     ).fetchall()
-    versions: dict[str, list[str]] = {}
-    for run_id, attributes in rows:
+    versions: dict[str, tuple[list[str], dict[str, object]]] = {}
+    for run_id, attributes in rows:  # in event order: the last upsert of a run wins
         fields = (json.loads(attributes).get("searchAttributes") or {}).get("indexedFields")
         payload = (fields or {}).get("TemporalChangeVersion")
         if not isinstance(payload, dict):
             continue
         try:
-            value = json.loads(base64.b64decode(payload.get("data") or ""))
+            value = json.loads(base64.b64decode(payload.get("data") or "") or "null")
         except (ValueError, TypeError):
             continue
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            versions[str(run_id)] = value
-    update = sa.text("UPDATE dn_visibility SET change_version = :v WHERE run_id = :r")
+        if value is None:  # unset
+            versions.pop(str(run_id), None)
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            versions[str(run_id)] = (value, payload)
+    update = sa.text(
+        "UPDATE dn_visibility SET change_version = :v, search_attributes = :j WHERE run_id = :r"
+    )
     for batch in _batches(list(versions.items()), 500):
-        conn.execute(update, [{"v": json.dumps(v), "r": r} for r, v in batch])
+        conn.execute(
+            update,
+            [
+                {"v": json.dumps(v), "j": json.dumps({"TemporalChangeVersion": p}), "r": r}
+                for r, (v, p) in batch
+            ],
+        )
 
 
 def _widen_start_request_ids(conn: sa.Connection) -> None:

@@ -268,7 +268,8 @@ sa.Index("dn_updates_run", updates.c.run_id, updates.c.state)
 # Migration 11: the request ids of the signals, terminations and async activity outcomes
 # recorded on a run. A request the store runs again after an ambiguous commit (the COMMIT
 # went out, the answer never came back) finds its id here and changes nothing, as
-# Temporal's request ids do. Deleted with the run.
+# Temporal's request ids do. To be deleted with the run by retention (issue 15), which
+# does not exist yet: until then the rows stay.
 requests = sa.Table(
     "dn_requests",
     metadata,

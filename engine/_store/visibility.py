@@ -6,6 +6,7 @@ over ``dn_visibility AS v``, every value a bound parameter.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -142,10 +143,26 @@ class VisibilityQueries:
             {"ns": namespace, "name": name, "t": value_type, "col": column, "now": now},
         )
 
-    def clear_visibility_column(self: _Tx, namespace: str, column: str) -> None:
-        """Empty a custom attribute's column in every run of the namespace."""
+    def forget_search_attribute(self: _Tx, namespace: str, name: str, column: str) -> None:
+        """Remove an attribute from every run of the namespace that holds it: its column
+        emptied, its name dropped from the runs' attributes JSON."""
         if not _CUSTOM_COLUMN.fullmatch(column):
             raise ValueError(f"not a custom search attribute column: {column!r}")
+        holding = self._q(
+            Q(
+                "SELECT run_id, search_attributes FROM dn_visibility WHERE namespace = :ns "
+                "AND search_attributes IS NOT NULL"
+            ),
+            {"ns": namespace},
+        ).fetchall()
+        for run_id, held in holding:
+            fields = json.loads(held)
+            if name in fields:
+                del fields[name]
+                self._q(
+                    Q("UPDATE dn_visibility SET search_attributes = :j WHERE run_id = :r"),
+                    {"j": json.dumps(fields) if fields else None, "r": run_id},
+                )
         sql = f"UPDATE dn_visibility SET {column} = NULL WHERE namespace = :ns"
         self._q(Q(sql), {"ns": namespace})
 

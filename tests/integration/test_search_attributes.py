@@ -386,3 +386,81 @@ async def test_patches_are_found_by_temporal_change_version(env: WorkflowEnviron
     described = await client.get_workflow_handle("p").describe()
     versions = described.search_attributes["TemporalChangeVersion"]
     assert {"first-change", "second-change"} <= set(versions), versions
+
+
+@workflow.defn
+class Carrier:
+    def __init__(self) -> None:
+        self.go = False
+
+    @workflow.signal
+    def proceed(self) -> None:
+        self.go = True
+
+    @workflow.run
+    async def run(self, step: int) -> dict[str, Any]:
+        if step == 1:
+            await workflow.wait_condition(lambda: self.go)
+            workflow.upsert_search_attributes({"Amount": []})  # the dict form's unset
+            workflow.continue_as_new(2)
+        return dict(workflow.info().search_attributes)
+
+
+async def test_a_removed_attribute_is_not_carried_and_an_empty_list_unsets(
+    client: Client, task_queue: str
+) -> None:
+    await _register(client)
+    await _register(client, {"Region": "Keyword"})
+    start = {"CustomerId": ["c1"], "Amount": [5], "Region": ["eu"]}
+    async with Worker(client, task_queue=task_queue, workflows=[Carrier]):
+        handle = await client.start_workflow(
+            Carrier.run, 1, id="carry", task_queue=task_queue, search_attributes=start
+        )
+        # Removed while the run holds it: describe no longer shows it, and the run's
+        # continue-as-new does not carry it (it would not be accepted at a start).
+        await client.operator_service.remove_search_attributes(
+            RemoveSearchAttributesRequest(search_attributes=["Region"])
+        )
+        assert "Region" not in (await handle.describe()).search_attributes
+        await handle.signal(Carrier.proceed)
+        said = await asyncio.wait_for(handle.result(), 30)
+    assert said == {"CustomerId": ["c1"]}  # Amount unset by [], Region not carried
+    assert await _ids(client, "Amount IS NOT NULL") == []
+    with pytest.raises(
+        InvalidArgumentError, match="no mapping defined for search attribute Region"
+    ):
+        await client.start_workflow(
+            Carrier.run, 2, id="again", task_queue=task_queue, search_attributes=start
+        )
+
+
+async def test_values_past_temporals_size_limit_are_refused(
+    client: Client, task_queue: str
+) -> None:
+    await _register(client)
+    import random
+
+    rng = random.Random(3)
+    big = "".join(chr(rng.randrange(0x4E00, 0x9FFF)) for _ in range(1000))  # ~3 KB, no repeats
+    with pytest.raises(InvalidArgumentError, match=r"value size \d+ exceeds size limit 2048"):
+        await client.start_workflow(
+            Upserter.run,
+            "none",
+            id="big",
+            task_queue=task_queue,
+            search_attributes=TypedSearchAttributes([SearchAttributePair(CUSTOMER, big)]),
+        )
+    assert [e async for e in client.list_workflows()] == []
+
+
+async def test_a_page_token_of_another_order_is_refused(client: Client, task_queue: str) -> None:
+    for i in range(3):
+        await client.start_workflow(Upserter.run, "none", id=f"p{i}", task_queue=task_queue)
+    first = client.list_workflows(None, page_size=1)
+    await first.fetch_next_page()
+    token = first.next_page_token
+    other = client.list_workflows(
+        "ORDER BY StartTime, WorkflowId", page_size=1, next_page_token=token
+    )
+    with pytest.raises(InvalidArgumentError, match="does not belong to this query's order"):
+        await other.fetch_next_page()

@@ -173,3 +173,25 @@ def test_go_durations_datetimes_and_words() -> None:
     assert parse_datetime("2026-12-01T09:00:00+01:00") == 1796112000.0
     assert parse_datetime("2026-12-01") is None
     assert text_column_value("Hello, big_World!") == " hello big_world "
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("ExecutionDuration = 1" + "0" * 400, "(out of range)"),
+        ("StartTime > 1" + "0" * 400, "(out of range)"),
+        ("HistoryLength = 1" + "0" * 5000, "the number has 5,001 digits"),
+        ("NOT " * 3000 + "WorkflowId = 'a'", "the filter nests too deeply"),
+        ("WorkflowId = 'a\\0b'", "contains a NUL character"),
+    ],
+)
+def test_hostile_values_are_refused_as_invalid_arguments(query: str, said: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=re.escape(said)):
+        compile_filter(query, CUSTOM, postgres=False)
+
+
+def test_an_attribute_no_run_has_is_unknown_under_not() -> None:
+    # As a custom attribute a run lacks: NOT of a comparison with it matches nothing.
+    for query in ("NOT BatcherUser = 'x'", "NOT StateTransitionCount > 1"):
+        where = compile_filter(query, CUSTOM, postgres=False).where
+        assert where is not None and "NULL = 1" in where, where
