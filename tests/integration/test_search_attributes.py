@@ -464,3 +464,20 @@ async def test_a_page_token_of_another_order_is_refused(client: Client, task_que
     )
     with pytest.raises(InvalidArgumentError, match="does not belong to this query's order"):
         await other.fetch_next_page()
+
+
+async def test_the_size_limit_counts_the_values_bytes_exactly(
+    client: Client, task_queue: str
+) -> None:
+    await _register(client)
+    # A keyword's JSON is the text and its two quotes: 2,046 letters are 2,048 bytes.
+    at_limit = TypedSearchAttributes([SearchAttributePair(CUSTOMER, "k" * 2046)])
+    await client.start_workflow(
+        Upserter.run, "none", id="at", task_queue=task_queue, search_attributes=at_limit
+    )
+    over = TypedSearchAttributes([SearchAttributePair(CUSTOMER, "k" * 2047)])
+    with pytest.raises(InvalidArgumentError, match="value size 2049 exceeds size limit 2048"):
+        await client.start_workflow(
+            Upserter.run, "none", id="over", task_queue=task_queue, search_attributes=over
+        )
+    assert await _ids(client, "CustomerId STARTS_WITH 'kkk'") == ["at"]
