@@ -19,6 +19,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .._json import loads as json_loads
+from .._model import commands as cmd
 from .._model.limits import check_id, check_text
 from .._store.gateway import Store
 from .._store.tx import StoreTx
@@ -26,6 +28,7 @@ from ..common import SearchAttributeIndexedValueType as T
 from ..exceptions import InvalidArgumentError
 from .clock import Clock
 from .operation import operation
+from .state import RunState
 from .visibility import SYSTEM, parse_datetime, text_column_value, type_name
 
 JsonDict = dict[str, Any]
@@ -280,3 +283,37 @@ def _column_value(name: str, kind: T, value: Any) -> Any:
             raise refuse()
         return epoch
     raise AssertionError(kind)
+
+
+def bad_search_attributes(rs: RunState, commands: list[cmd.Command]) -> JsonDict | None:
+    """The failure of a task whose upserts set an attribute that is not registered or a
+    value that does not fit its type (None when all of them are fine)."""
+    given = [
+        c.search_attributes
+        for c in commands
+        if isinstance(
+            c,
+            cmd.UpsertWorkflowSearchAttributes
+            | cmd.StartChildWorkflowExecution
+            | cmd.ContinueAsNewWorkflowExecution,
+        )
+        and c.search_attributes
+    ]
+    if not given:
+        return None
+    try:
+        for fields in given:
+            visibility_changes(rs.tx, rs.namespace, fields, None)
+    except BadSearchAttributesError as err:
+        return {"message": f"BadSearchAttributes: {err}", "serverFailureInfo": {}}
+    return None
+
+
+def held_search_attributes(rs: RunState) -> JsonDict:
+    """The search attributes ``rs`` holds now (its visibility row, with this change's)."""
+    if "search_attributes" in rs.visibility:
+        held = rs.visibility["search_attributes"]
+    else:
+        visible = rs.tx.get_visibility(rs.run_id)
+        held = visible.search_attributes if visible is not None else None
+    return dict(json_loads(held)) if held else {}

@@ -34,7 +34,12 @@ from . import activities
 from .children import ChildOps, signal_external
 from .clock import Clock
 from .operation import operation
-from .search_attributes import BadSearchAttributesError, still_registered, visibility_changes
+from .search_attributes import (
+    bad_search_attributes,
+    held_search_attributes,
+    still_registered,
+    visibility_changes,
+)
 from .state import (
     HISTORY_MAX_BYTES,
     HISTORY_MAX_EVENTS,
@@ -240,7 +245,7 @@ class WorkflowTaskOps(ChildOps):
         workers keep a task alive (a ``WorkflowTaskCompleted`` then a new task's events).
         """
         rs, wft = self._current_wft(tx, task)
-        bad = _bad_search_attributes(rs, commands)
+        bad = bad_search_attributes(rs, commands)
         if bad is not None:
             # Temporal fails such a task (BAD_SEARCH_ATTRIBUTES) and retries it: once the
             # attribute is registered, a retry goes through with nothing else changed.
@@ -679,7 +684,7 @@ class WorkflowTaskOps(ChildOps):
         if fields.get("search_attributes") is None:
             # What the run holds now goes on (as Temporal carries it to the next run),
             # but for attributes removed from the namespace meanwhile.
-            held = still_registered(tx, rs.namespace, _held_search_attributes(rs))
+            held = still_registered(tx, rs.namespace, held_search_attributes(rs))
             fields["search_attributes"] = held or None
         req = StartWorkflowRequest(
             namespace=row.namespace,
@@ -756,40 +761,6 @@ def _accepted_event_id(rs: RunState, update_id: str) -> int:
         if json_loads(row.attributes).get("protocolInstanceId") == update_id:
             return int(row.event_id)
     return 0
-
-
-def _bad_search_attributes(rs: RunState, commands: list[cmd.Command]) -> JsonDict | None:
-    """The failure of a task whose upserts set an attribute that is not registered or a
-    value that does not fit its type (None when all of them are fine)."""
-    given = [
-        c.search_attributes
-        for c in commands
-        if isinstance(
-            c,
-            cmd.UpsertWorkflowSearchAttributes
-            | cmd.StartChildWorkflowExecution
-            | cmd.ContinueAsNewWorkflowExecution,
-        )
-        and c.search_attributes
-    ]
-    if not given:
-        return None
-    try:
-        for fields in given:
-            visibility_changes(rs.tx, rs.namespace, fields, None)
-    except BadSearchAttributesError as err:
-        return {"message": f"BadSearchAttributes: {err}", "serverFailureInfo": {}}
-    return None
-
-
-def _held_search_attributes(rs: RunState) -> JsonDict:
-    """The search attributes ``rs`` holds now (its visibility row, with this change's)."""
-    if "search_attributes" in rs.visibility:
-        held = rs.visibility["search_attributes"]
-    else:
-        visible = rs.tx.get_visibility(rs.run_id)
-        held = visible.search_attributes if visible is not None else None
-    return dict(json_loads(held)) if held else {}
 
 
 def _read_history(
