@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ._cli_namespace import add_namespace_commands
 from ._service.visibility import SYSTEM, type_name
 from .client import Client
 
@@ -20,11 +20,13 @@ def add_operator_commands(
     commands: argparse._SubParsersAction,  # type: ignore[type-arg]  # argparse's own type
     common: argparse.ArgumentParser,
 ) -> None:
-    """Add ``durable operator search-attribute create|list|remove``."""
+    """Add ``durable operator search-attribute create|list|remove`` and ``durable operator
+    namespace create|describe|list|update``."""
     operator = commands.add_parser(
-        "operator", parents=[common], help="search attributes (and later namespaces)"
+        "operator", parents=[common], help="namespaces and search attributes"
     )
     op_cmds = operator.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
+    add_namespace_commands(op_cmds, common)
     sa = op_cmds.add_parser(
         "search-attribute",
         parents=[common],
@@ -42,27 +44,32 @@ def add_operator_commands(
         choices=TYPES,
         help="its type, one per --name (or one for all)",
     )
-    p.add_argument("--namespace", "-n", default="default")
+    p.add_argument("-n", dest="namespace", default=argparse.SUPPRESS, help="the namespace")
     p.set_defaults(func=_cmd_create)
     p = sa_cmds.add_parser("list", parents=[common], help="the registered and system ones")
-    p.add_argument("--namespace", "-n", default="default")
     p.add_argument("--output", "-o", choices=["table", "json"], default="table")
+    p.add_argument("-n", dest="namespace", default=argparse.SUPPRESS, help="the namespace")
     p.set_defaults(func=_cmd_list)
     p = sa_cmds.add_parser("remove", parents=[common], help="unregister attributes")
     p.add_argument("--name", action="append", required=True, help="attribute name (repeatable)")
-    p.add_argument("--namespace", "-n", default="default")
+    p.add_argument("-n", dest="namespace", default=argparse.SUPPRESS, help="the namespace")
     p.set_defaults(func=_cmd_remove)
 
 
-def _with(args: argparse.Namespace, fn: Callable[[Client], Awaitable[Any]]) -> Any:
-    async def go() -> Any:
-        client = await Client.connect(getattr(args, "db", None), namespace=args.namespace)
-        try:
-            return await fn(client)
-        finally:
-            await client.close()
+def _namespace(args: argparse.Namespace) -> str:
+    return str(getattr(args, "namespace", None) or "default")
 
-    return asyncio.run(go())
+
+def _with(
+    args: argparse.Namespace, fn: Callable[[Client], Awaitable[Any]], *, creates: bool = False
+) -> Any:
+    """``fn(client)``; a SQLite database that is not there is an error unless the command
+    ``creates`` something (a registration may come before any run)."""
+    from .cli import _with_client
+
+    return _with_client(
+        getattr(args, "db", None), fn, namespace=_namespace(args), must_exist=not creates
+    )
 
 
 def _cmd_create(args: argparse.Namespace) -> int:
@@ -81,10 +88,10 @@ def _cmd_create(args: argparse.Namespace) -> int:
         added = await client.service.add_search_attributes(client.namespace, wanted)
         return added, before
 
-    added, before = _with(args, create)
+    added, before = _with(args, create, creates=True)
     for name, kind in wanted.items():
         if name in added:
-            print(f"registered {name} ({kind}) in namespace {args.namespace}")
+            print(f"registered {name} ({kind}) in namespace {_namespace(args)}")
         else:
             had = type_name(before[name])
             note = "" if had == kind else f"; it stays {had} (remove it first to change its type)"
@@ -123,5 +130,5 @@ def _cmd_remove(args: argparse.Namespace) -> int:
 
     _with(args, remove)
     for name in args.name:
-        print(f"removed {name} from namespace {args.namespace}")
+        print(f"removed {name} from namespace {_namespace(args)}")
     return 0

@@ -33,7 +33,7 @@ from ._listing import (
 )
 from ._model.cron import validate_cron
 from ._model.definitions import WorkflowDefinition
-from ._model.limits import check_enum, check_id, check_text
+from ._model.limits import check_enum, check_id, check_namespace, check_text
 from ._search_attributes import encode as encode_search_attributes
 from ._service.clock import Clock
 from ._service.host import ServiceHost
@@ -67,6 +67,7 @@ from .service import PayloadLimitsConfig, within_rpc_timeout
 from .workflow import definition_name
 
 if TYPE_CHECKING:
+    from ._namespace_api import WorkflowService
     from .operator import OperatorService
 
 __all__ = [
@@ -124,7 +125,7 @@ class Client:
         default_workflow_query_reject_condition: QueryRejectCondition | None = None,
         payload_limits: PayloadLimitsConfig = PayloadLimitsConfig(),
     ) -> None:
-        check_id(namespace, "namespace")
+        check_namespace(namespace)
         if identity is not None:
             check_id(identity, "identity")
         self.store = store
@@ -176,7 +177,7 @@ class Client:
         ``temporalio``'s 10 s). A database that is starting up or shutting down when the
         client connects is waited for the same way; a refused connection fails at once.
         """
-        check_id(namespace, "namespace")  # before the database is opened
+        check_namespace(namespace)  # before the database is opened
         if identity is not None:
             check_id(identity, "identity")
         del rpc_metadata
@@ -625,6 +626,14 @@ class Client:
         from .operator import OperatorService
 
         return OperatorService(self)
+
+    @property
+    def workflow_service(self) -> WorkflowService:
+        """Temporal's namespace calls (``register_namespace``, ``describe_namespace``,
+        ``list_namespaces``, ``update_namespace``): see engine.operator."""
+        from ._namespace_api import WorkflowService
+
+        return WorkflowService(self)
 
     def list_workflows(
         self,

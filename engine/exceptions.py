@@ -22,6 +22,8 @@ DurableError (alias TemporalError)
 ├── RPCError                  the service refused a request; ``.status`` is an
 │   │                         :class:`RPCStatusCode` (``temporalio.service.RPCError``)
 │   ├── WorkflowNotFoundError NOT_FOUND: no such run, or it is closed
+│   ├── NamespaceNotFoundError
+│   │                         NOT_FOUND: no such namespace (create it first)
 │   └── ActivityNotFoundError NOT_FOUND: no such activity attempt to complete or heartbeat
 │                             by token or id (it ended, timed out, or its run closed)
 ├── RPCTimeoutOrCancelledError
@@ -56,6 +58,7 @@ The enums the errors use are here too: :class:`TimeoutType`, :class:`RetryState`
 from __future__ import annotations
 
 import asyncio
+import shlex
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from enum import IntEnum
@@ -87,6 +90,7 @@ __all__ = [
     "FailureError",
     "HistoryFormatError",
     "InvalidArgumentError",
+    "NamespaceNotFoundError",
     "NondeterminismError",
     "PayloadSizeError",
     "QueryRejectCondition",
@@ -636,6 +640,20 @@ class WorkflowNotFoundError(RPCError):
         """The workflow id looked up."""
         self.run_id = run_id
         """The run id looked up, if any."""
+
+
+class NamespaceNotFoundError(RPCError):
+    """No namespace of that name (``status`` ``NOT_FOUND``; Temporal's message)."""
+
+    def __init__(self, namespace: str) -> None:
+        """Create the error for the missing ``namespace``."""
+        super().__init__(
+            f"Namespace {namespace} is not found. Create it first: durable operator namespace "
+            f"create {shlex.quote(namespace)} (or client.workflow_service.register_namespace)",
+            RPCStatusCode.NOT_FOUND,
+        )
+        self.namespace = namespace
+        """The namespace looked up."""
 
 
 class ActivityNotFoundError(RPCError):

@@ -1,4 +1,12 @@
-"""Registering custom search attributes: ``client.operator_service``, as Temporal's.
+"""Namespaces and custom search attributes: ``client.workflow_service`` and
+``client.operator_service``, as Temporal's.
+
+Namespaces: ``RegisterNamespaceRequest``, ``DescribeNamespaceRequest``,
+``ListNamespacesRequest``, ``UpdateNamespaceRequest`` (with ``UpdateNamespaceInfo`` and
+``NamespaceConfig``) and ``Duration``, through ``client.workflow_service`` (defined in
+``engine._namespace_api``).
+
+Search attributes:
 
 A test or program written for Temporal registers attributes with
 ``await client.operator_service.add_search_attributes(AddSearchAttributesRequest(
@@ -17,6 +25,22 @@ from datetime import timedelta
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
+from ._namespace_api import (
+    DescribeNamespaceRequest,
+    DescribeNamespaceResponse,
+    Duration,
+    ListNamespacesRequest,
+    ListNamespacesResponse,
+    NamespaceConfig,
+    NamespaceInfo,
+    NamespaceState,
+    RegisterNamespaceRequest,
+    RegisterNamespaceResponse,
+    UpdateNamespaceInfo,
+    UpdateNamespaceRequest,
+    UpdateNamespaceResponse,
+    WorkflowService,
+)
 from ._service.search_attributes import value_type_of
 from ._service.visibility import SYSTEM
 from .service import within_rpc_timeout
@@ -26,11 +50,25 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AddSearchAttributesRequest",
+    "DescribeNamespaceRequest",
+    "DescribeNamespaceResponse",
+    "Duration",
     "IndexedValueType",
+    "ListNamespacesRequest",
+    "ListNamespacesResponse",
     "ListSearchAttributesRequest",
     "ListSearchAttributesResponse",
+    "NamespaceConfig",
+    "NamespaceInfo",
+    "NamespaceState",
     "OperatorService",
+    "RegisterNamespaceRequest",
+    "RegisterNamespaceResponse",
     "RemoveSearchAttributesRequest",
+    "UpdateNamespaceInfo",
+    "UpdateNamespaceRequest",
+    "UpdateNamespaceResponse",
+    "WorkflowService",
 ]
 
 

@@ -92,8 +92,10 @@ class WorkflowEnvironment:
         ``database_url``). :meth:`sleep` waits in real time. ``namespace``, ``identity``
         and ``default_workflow_query_reject_condition`` are its client's, as for
         :meth:`Client.connect <engine.client.Client.connect>`; ``rpc_metadata`` is
-        ignored (no gRPC here). ``search_attributes``: keys registered in the namespace
-        before it is handed out (as ``temporalio``'s local dev server registers them)."""
+        ignored (no gRPC here). The namespace is created if the database has none of that
+        name, as the dev server's ``--namespace`` does. ``search_attributes``: keys
+        registered in the namespace before it is handed out (as ``temporalio``'s local dev
+        server registers them)."""
         del rpc_metadata
         options = _ClientOptions(namespace, identity, default_workflow_query_reject_condition)
         env = await _OwnDatabaseEnvironment._start(Clock(), data_converter, database_url, options)
@@ -224,6 +226,14 @@ class _OwnDatabaseEnvironment(WorkflowEnvironment):
             clock=clock,
             default_workflow_query_reject_condition=options.query_reject_condition,
         )
+        if options.namespace != "default":  # made as the dev server's --namespace makes it
+            try:
+                await client.service.ensure_namespace(options.namespace)
+            except BaseException:
+                await client.close()
+                if tmpdir is not None:
+                    shutil.rmtree(tmpdir, ignore_errors=True)
+                raise
         client._acquire_host()
         return cls(client, tmpdir)
 

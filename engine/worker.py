@@ -33,7 +33,7 @@ from ._worker.metrics import WorkerMetrics
 from ._worker.workflows import WorkflowRunner
 from .client import Client
 from .converter import DataConverter
-from .exceptions import InvalidArgumentError
+from .exceptions import InvalidArgumentError, NamespaceNotFoundError, StoreUnavailableError
 from .history import WorkflowHistory
 
 __all__ = [
@@ -267,6 +267,7 @@ class Worker:
         self._fatal_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
+        self._validated = False
 
     @property
     def workflow_types(self) -> list[str]:
@@ -322,6 +323,8 @@ class Worker:
             return
         loop = asyncio.get_running_loop()
         self._running = True
+        if not self._validated:  # run() and ``async with`` have checked already
+            self._poll_loop(loop.create_task(self._validate(), name="durable-validate"))
         _freeze_startup_objects(self._freeze_gc)
         if self._run_service:
             self.client._acquire_host()
@@ -344,6 +347,25 @@ class Worker:
             )
             self._poll_loop(loop.create_task(self._activities.run(), name="durable-activity-poll"))
 
+    async def _validate(self) -> None:
+        """Check that the client's namespace exists (as ``temporalio``'s worker does
+        before it polls): a worker of a namespace no one can start runs in would wait
+        forever."""
+        namespace = self.client.namespace
+        try:
+            await self.client.service.describe_namespace(namespace)
+        except StoreUnavailableError as err:
+            # The database is down: the poll loops ride the outage out, and a namespace
+            # that is not there shows as soon as anything is started in it.
+            log.warning("worker validation skipped: %s", err)
+            return
+        except NamespaceNotFoundError as err:
+            raise RuntimeError(
+                f"Worker validation failed: Namespace {namespace} was not found or otherwise "
+                f"could not be described: {err}"
+            ) from err
+        self._validated = True
+
     def _poll_loop(self, task: asyncio.Task[None]) -> None:
         """Keep a poll loop; one that dies (not cancelled) is the worker's fatal error."""
         self._tasks.append(task)
@@ -359,6 +381,7 @@ class Worker:
         """Poll until cancelled or :meth:`shutdown`. A poll loop that dies is the
         worker's fatal error: ``on_fatal_error`` is awaited with it, the worker shuts
         down, and this raises it."""
+        await self._validate()
         self.start()
         try:
             await asyncio.gather(*self._tasks)
@@ -414,6 +437,7 @@ class Worker:
             await self.client._release_host()
 
     async def __aenter__(self) -> Worker:
+        await self._validate()
         self.start()
         return self
 

@@ -72,6 +72,16 @@ def check_id(value: Any, field: str, *, limit: int = MAX_ID_LENGTH) -> str:
     return text
 
 
+#: Bytes of a namespace name: the store's column holds 255 (Temporal's server takes longer
+#: names; a deliberate limit of this schema).
+MAX_NAMESPACE_LENGTH = 255
+
+
+def check_namespace(value: Any) -> str:
+    """A namespace name (see :func:`check_id`; at most 255 bytes). Returns it."""
+    return check_id(value, "namespace", limit=MAX_NAMESPACE_LENGTH)
+
+
 def check_enum(value: Any, kind: type[E], field: str) -> E:
     """``value`` as a member of ``kind``: a member, its integer value, or its name (also
     with Temporal's prefix, ``WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE``)."""

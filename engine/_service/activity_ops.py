@@ -17,6 +17,7 @@ from ..exceptions import ActivityNotFoundError
 from . import activities, timers
 from .clock import Clock
 from .handoff import Reservation
+from .namespaces import existing_namespace
 from .operation import operation
 from .state import RunState, dumps
 from .types import ActivityRef, ActivityTask, WorkflowTask
@@ -204,10 +205,12 @@ class ActivityOps:
                 # The run this request was for may have closed since its first try.
                 found = tx.find_latest_run(ref.namespace, ref.workflow_id)
             if found is None:
+                existing_namespace(tx, ref.namespace)  # or that is why
                 raise ActivityNotFoundError(f"{what}: the workflow has no open run")
             run_id = str(found.run_id)
         rs = RunState.lock(tx, run_id, now)
         if rs is None or rs.row.workflow_id != ref.workflow_id or rs.namespace != ref.namespace:
+            existing_namespace(tx, ref.namespace)
             raise ActivityNotFoundError(f"{what}: no such run in namespace {ref.namespace!r}")
         if request_id and not tx.claim_request(run_id, request_id, now):
             return None

@@ -1,4 +1,5 @@
-"""Hosting the service's background duties: firing timers, and skipping time when idle.
+"""Hosting the service's background duties: firing timers, skipping time when idle, and
+deleting closed runs once their namespace's retention period is over.
 
 Any process may run a :class:`ServiceHost` (the Jupyter server does, and so does every
 :class:`~engine.Worker` unless told not to); timers are claimed transactionally, so several
@@ -12,20 +13,34 @@ import contextlib
 import logging
 
 from ..exceptions import StoreUnavailableError
+from .namespaces import SWEEP_BATCH
 from .service import Service
 from .state import TIMER_HORIZON, TIMERS_CHANNEL
 
 log = logging.getLogger("engine.service")
 
+#: Clock seconds between two retention sweeps, and from the host's start to its first.
+SWEEP_INTERVAL = 60.0
+SWEEP_DELAY = 5.0
+
 
 class ServiceHost:
     """Runs the timer loop of a :class:`Service` as an asyncio task."""
 
-    def __init__(self, service: Service, *, poll_interval: float = TIMER_HORIZON) -> None:
+    def __init__(
+        self,
+        service: Service,
+        *,
+        poll_interval: float = TIMER_HORIZON,
+        sweep_delay: float = SWEEP_DELAY,
+    ) -> None:
         self.service = service
         self.poll_interval = poll_interval
+        #: Clock seconds from the start to the first retention sweep.
+        self.sweep_delay = sweep_delay
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._next_sweep = 0.0
 
     def start(self) -> None:
         """Start the loop on the running event loop."""
@@ -46,8 +61,13 @@ class ServiceHost:
         service = self.service
         clock = service.clock
         notifier = service.store.notifier
+        self._next_sweep = clock.now() + self.sweep_delay
         while not self._stopping:
             try:
+                # One batch per turn, between the timers; a full one leaves the next due.
+                # Not under a time-skipping clock (Temporal's test server keeps every run).
+                if not clock.skipping and clock.now() >= self._next_sweep:
+                    await self._sweep_batch()
                 generation = notifier.generation(TIMERS_CHANNEL)
                 if await service.fire_due_timers():
                     continue
@@ -58,6 +78,8 @@ class ServiceHost:
                         continue
                 next_at = await service.next_timer_at()
                 delay = self.poll_interval
+                if not clock.skipping:  # wake for the next sweep batch too
+                    delay = min(delay, clock.real_delay(self._next_sweep))
                 if next_at is not None:
                     delay = min(delay, clock.real_delay(next_at))
                     if clock.skipping:
@@ -72,3 +94,21 @@ class ServiceHost:
             except Exception:
                 log.exception("timer loop error; retrying in a second")
                 await asyncio.sleep(1.0)
+
+    async def _sweep_batch(self) -> int:
+        """One batch of the retention sweep; the next is due at once after a full batch,
+        else a minute later (clock time)."""
+        deleted = await self.service.delete_expired_runs()
+        full = deleted >= SWEEP_BATCH
+        self._next_sweep = self.service.clock.now() + (0.0 if full else SWEEP_INTERVAL)
+        if deleted:
+            log.info("retention: deleted %d closed runs past their namespace's retention", deleted)
+        return deleted
+
+    async def sweep(self) -> int:
+        """Delete every closed run past its namespace's retention now, a batch per
+        transaction (what the loop does a batch per turn); returns how many."""
+        deleted = 0
+        while batch := await self._sweep_batch():
+            deleted += batch
+        return deleted

@@ -27,6 +27,7 @@ from .._store.tx import StoreTx
 from ..common import SearchAttributeIndexedValueType as T
 from ..exceptions import InvalidArgumentError
 from .clock import Clock
+from .namespaces import existing_namespace
 from .operation import operation
 from .state import RunState
 from .visibility import SYSTEM, parse_datetime, text_column_value, type_name
@@ -87,6 +88,7 @@ class SearchAttributeOps:
         registered is left as it is, whatever type is asked (as Temporal's server does);
         a system attribute's name is refused, and so is an eleventh Keyword (three of the
         other types) in one namespace."""
+        existing_namespace(tx, namespace)
         wanted = {
             check_id(n, "a search attribute name"): value_type_of(t) for n, t in attributes.items()
         }
@@ -113,6 +115,7 @@ class SearchAttributeOps:
     @operation(read=True)
     def list_search_attributes(self, tx: StoreTx, namespace: str) -> dict[str, T]:
         """The custom attributes registered in ``namespace`` and their types."""
+        existing_namespace(tx, namespace)
         return {r.name: T(r.value_type) for r in tx.search_attributes(namespace)}
 
     @operation
@@ -120,6 +123,7 @@ class SearchAttributeOps:
         """Unregister custom attributes; their values are cleared from every run of the
         namespace that holds them (its column, and the attributes describe shows), so a
         column handed to another attribute later starts empty."""
+        existing_namespace(tx, namespace)
         existing = {r.name: r for r in tx.search_attributes(namespace)}
         names = list(names)
         for name in names:

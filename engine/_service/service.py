@@ -14,7 +14,6 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
@@ -24,7 +23,7 @@ from .._json import loads as json_loads
 from .._model.cron import cron_backoff
 from .._model.events import HistoryEvent
 from .._store.gateway import Store
-from .._store.schema import WFT_STARTED
+from .._store.schema import DEFAULT_RETENTION_SECONDS, WFT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import (
     SearchAttributeIndexedValueType,
@@ -42,6 +41,7 @@ from ..exceptions import (
 from .activity_ops import ActivityOps
 from .clock import Clock
 from .handoff import Handoffs, Reservation
+from .namespaces import NamespaceOps, not_found
 from .operation import operation
 from .search_attributes import SearchAttributeOps, visibility_changes
 from .state import (
@@ -65,12 +65,10 @@ from .workflow_tasks import WorkflowTaskOps, _read_history
 JsonDict = dict[str, Any]
 S = WorkflowExecutionStatus
 
-DEFAULT_RETENTION = 7 * 24 * 3600.0
-
 _dumps = compact_dumps()
 
 
-class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps):
+class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps, NamespaceOps):
     """State transitions over one store. Any process may create one; all share the store."""
 
     def __init__(self, store: Store, clock: Clock | None = None) -> None:
@@ -108,10 +106,7 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps):
         eager: Reservation | None = None,
     ) -> StartWorkflowResult:
         now = self.clock.now()
-        if req.namespace not in self._namespaces:
-            tx.ensure_namespace(req.namespace, DEFAULT_RETENTION, now)
-            # Once committed, no need to ensure it again.
-            tx.after_commit(partial(self._namespaces.add, req.namespace))
+        self.require_namespace(tx, req.namespace)
         latest = tx.find_latest_run(req.namespace, req.workflow_id, lock=True)
         if (
             latest is not None
@@ -279,7 +274,7 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps):
 
     def _check_reuse(self, tx: StoreTx, req: StartWorkflowRequest, now: float, last: Row) -> None:
         ns = tx.get_namespace(req.namespace)
-        retention = float(ns.retention_seconds) if ns is not None else DEFAULT_RETENTION
+        retention = float(ns.retention_seconds) if ns is not None else DEFAULT_RETENTION_SECONDS
         if last.close_time is not None and last.close_time + retention < now:
             return  # outside retention: as if it never ran
         policy = req.id_reuse_policy
@@ -448,15 +443,16 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps):
         if run_id:
             row = tx.lock_execution(run_id)
             if row is None or row.workflow_id != workflow_id or row.namespace != namespace:
-                raise WorkflowNotFoundError(workflow_id, run_id)
+                raise not_found(tx, namespace, workflow_id, run_id)
             return row
         found = tx.find_open_run(namespace, workflow_id) or tx.find_latest_run(
             namespace, workflow_id
         )
         if found is None:
-            raise WorkflowNotFoundError(workflow_id, None, open_only=True)
+            raise not_found(tx, namespace, workflow_id, None, open_only=True)
         row = tx.lock_execution(found.run_id)
-        assert row is not None
+        if row is None:  # deleted by the retention sweep since it was read
+            raise not_found(tx, namespace, workflow_id, None, open_only=True)
         return row
 
     @staticmethod
@@ -698,6 +694,7 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps):
         """Runs of the namespace matching the List Filter ``query``, in its order (open
         runs first, then closed ones newest first, when it gives none); with ``after``
         (the order values ``o0``, ``o1``... of a row), the page that follows that row."""
+        self.require_namespace(tx, namespace)
         compiled = compile_filter(
             query, custom_attributes(tx, namespace), postgres=tx.postgres, namespace=namespace
         )
@@ -722,6 +719,7 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps):
     ) -> list[tuple[Any, int]]:
         """How many runs match ``query``: ``[(None, n)]``, or ``[(status, n), ...]`` for
         ``GROUP BY ExecutionStatus``."""
+        self.require_namespace(tx, namespace)
         compiled = compile_filter(
             query,
             custom_attributes(tx, namespace),
@@ -745,7 +743,7 @@ def custom_attributes(tx: StoreTx, namespace: str) -> dict[str, Attribute]:
 def _resolve_run(tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None) -> Row:
     row = tx.get_execution(run_id) if run_id else tx.find_latest_run(namespace, workflow_id)
     if row is None or row.workflow_id != workflow_id or row.namespace != namespace:
-        raise WorkflowNotFoundError(workflow_id, run_id)
+        raise not_found(tx, namespace, workflow_id, run_id)
     return row
 
 

@@ -26,8 +26,9 @@ from .._store.schema import (
     UPDATE_REJECTED,
 )
 from .._store.tx import Row, StoreTx
-from ..exceptions import RPCError, RPCStatusCode, WorkflowNotFoundError
+from ..exceptions import RPCError, RPCStatusCode
 from .clock import Clock
+from .namespaces import not_found
 from .operation import operation
 from .state import RunState, update_channel
 from .types import StartWorkflowRequest, StartWorkflowResult
@@ -148,7 +149,7 @@ class UpdateOps:
         ``run_id`` is None); :class:`RPCError` ``NOT_FOUND`` when there is none."""
         row = tx.get_execution(run_id) if run_id else tx.find_latest_run(namespace, workflow_id)
         if row is None or row.workflow_id != workflow_id or row.namespace != namespace:
-            raise WorkflowNotFoundError(workflow_id, run_id)
+            raise not_found(tx, namespace, workflow_id, run_id)
         found = tx.find_update_by_id(row.run_id, update_id)
         if found is None:
             raise RPCError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -20,7 +21,7 @@ import sqlalchemy as sa
 from ..common import duration_from_json, removes_memo_field
 from ..exceptions import SchemaVersionError
 from .dialects import READ_ONLY_OPTION
-from .schema import OPEN_CLOSE_ORDER, SCHEMA_VERSION
+from .schema import DEFAULT_RETENTION_SECONDS, OPEN_CLOSE_ORDER, SCHEMA_VERSION
 
 T = TypeVar("T")
 
@@ -318,6 +319,51 @@ _V12 = (
 )
 
 
+_V13 = tuple(
+    f"ALTER TABLE dn_namespaces ADD COLUMN {column}"
+    for column in (
+        "namespace_id VARCHAR(64)",
+        "description TEXT",
+        "owner_email TEXT",
+        "data TEXT",
+        "updated_at {double}",
+    )
+)
+
+
+#: Retention given by migration 13 to the namespaces a database already had: before
+#: version 13 nothing was ever deleted, and an upgrade must not delete years of runs on
+#: its own (``durable operator namespace update NAME --retention ...`` shortens it).
+UPGRADED_RETENTION_SECONDS = 3650 * 86400.0
+
+
+def _backfill_v13(conn: sa.Connection) -> None:
+    """An id for each namespace there is, and the ``default`` namespace if it is missing
+    (before version 13 a namespace was made by the first run started in it). Namespaces
+    that existed keep their runs for ten years: see :data:`UPGRADED_RETENTION_SECONDS`."""
+    now = time.time()
+    conn.execute(
+        sa.text("UPDATE dn_namespaces SET retention_seconds = :r WHERE retention_seconds < :r"),
+        {"r": UPGRADED_RETENTION_SECONDS},
+    )
+    conn.execute(
+        sa.text(
+            "INSERT INTO dn_namespaces (name, retention_seconds, created_at) "
+            "VALUES ('default', :r, :t) ON CONFLICT (name) DO NOTHING"
+        ),
+        {"r": DEFAULT_RETENTION_SECONDS, "t": now},
+    )
+    names = conn.execute(sa.text("SELECT name FROM dn_namespaces")).scalars().all()
+    for name in names:
+        conn.execute(
+            sa.text(
+                "UPDATE dn_namespaces SET namespace_id = :i, description = '', "
+                "owner_email = '', data = '{}', updated_at = created_at WHERE name = :n"
+            ),
+            {"i": str(uuid.uuid4()), "n": name},
+        )
+
+
 def _backfill_v12(conn: sa.Connection) -> None:
     # Every run's visibility row, from what the run row and its history hold: the history
     # length and size of a closed run as they ended, the change versions it upserted.
@@ -475,6 +521,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "search attributes; search attributes registered per namespace",
         _V12,
         _backfill_v12,
+    ),
+    Migration(
+        13,
+        "namespaces: id, description, owner email and data; the default namespace exists",
+        _V13,
+        _backfill_v13,
     ),
 )
 

@@ -204,11 +204,6 @@ END_ATTEMPT = Q(
     "failure = :failure WHERE run_id = :run_id AND scheduled_event_id = :sched "
     "AND attempt = :attempt AND ended_time IS NULL"
 )
-GET_NAMESPACE = Q("SELECT name, retention_seconds, created_at FROM dn_namespaces WHERE name = :n")
-ENSURE_NAMESPACE = Q(
-    "INSERT INTO dn_namespaces (name, retention_seconds, created_at) VALUES (:n, :r, :t) "
-    "ON CONFLICT (name) DO NOTHING"
-)
 CLAIM_REQUEST = Q(
     "INSERT INTO dn_requests (run_id, request_id, created_at) VALUES (:run_id, :rid, :t) "
     "ON CONFLICT (run_id, request_id) DO NOTHING"

@@ -13,7 +13,7 @@ from ..common import WorkflowExecutionStatus
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -23,12 +23,25 @@ schema_versions = sa.Table(
     sa.Column("applied_at", sa.Double, nullable=False),
 )
 
+#: Retention of the ``default`` namespace a new database starts with, and of namespaces made
+#: implicitly (``WorkflowEnvironment.start_local(namespace=...)``): a week, where
+#: Temporal's dev server gives one day. Deliberate: here the database is the notebook's
+#: own, kept on disk between sessions, and last week's runs should still be there.
+DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600.0
+
 namespaces = sa.Table(
     "dn_namespaces",
     metadata,
     sa.Column("name", sa.String(255), primary_key=True),
     sa.Column("retention_seconds", sa.Double, nullable=False),
     sa.Column("created_at", sa.Double, nullable=False),
+    # Migration 13: what Temporal's namespace info holds besides the name and retention
+    # (an id, a description, an owner's email, ``data`` as a JSON object of strings).
+    sa.Column("namespace_id", sa.String(64), nullable=True),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("owner_email", sa.Text, nullable=True),
+    sa.Column("data", sa.Text, nullable=True),
+    sa.Column("updated_at", sa.Double, nullable=True),
 )
 
 # One row per run, open or closed. At most one open run per (namespace, workflow_id).
@@ -268,8 +281,7 @@ sa.Index("dn_updates_run", updates.c.run_id, updates.c.state)
 # Migration 11: the request ids of the signals, terminations and async activity outcomes
 # recorded on a run. A request the store runs again after an ambiguous commit (the COMMIT
 # went out, the answer never came back) finds its id here and changes nothing, as
-# Temporal's request ids do. To be deleted with the run by retention (issue 15), which
-# does not exist yet: until then the rows stay.
+# Temporal's request ids do. Deleted with the run when its namespace's retention is over.
 requests = sa.Table(
     "dn_requests",
     metadata,

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from .._json import compact_dumps
 from .._json import loads as json_loads
 from ..exceptions import StoreError
+from .namespaces import NamespaceQueries
 from .queries import (
     _EXEC_COLS,
     _N_EXEC_COLS,
@@ -41,14 +42,12 @@ from .queries import (
     DELETE_WFT,
     DUE_TIMERS,
     END_ATTEMPT,
-    ENSURE_NAMESPACE,
     EVENTS_OF_TYPE,
     FIND_UPDATE,
     FIND_UPDATE_BY_ID,
     FIRST_EVENT,
     GET_ACT_LOCK,
     GET_EXEC,
-    GET_NAMESPACE,
     GET_QUERY,
     GET_TIMER,
     GET_UPDATE,
@@ -153,7 +152,7 @@ def column(row: Row, name: str, default: Any = None) -> Any:
         return default
 
 
-class StoreTx(VisibilityQueries):
+class StoreTx(NamespaceQueries, VisibilityQueries):
     """One open transaction. Methods run SQL on it; wake-up channels are collected.
 
     A read-only one (``read_only``, from ``Store.read``) sees one snapshot of what was
@@ -246,16 +245,6 @@ class StoreTx(VisibilityQueries):
         if self.read_only:
             raise StoreError("a read-only transaction has no commit to run effects after")
         self.after.append(effect)
-
-    # -- namespaces -------------------------------------------------------------------
-
-    def ensure_namespace(self, name: str, retention_seconds: float, now: float) -> None:
-        """Create the namespace if it does not exist (safe when racing other processes)."""
-        self._q(ENSURE_NAMESPACE, {"n": name, "r": retention_seconds, "t": now})
-
-    def get_namespace(self, name: str) -> Row | None:
-        """The namespace row, or None."""
-        return self._one(GET_NAMESPACE, {"n": name})
 
     # -- executions -------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ async def test_an_effect_runs_once_after_commit_and_never_for_a_failed_change(
         seen: list[str] = []
 
         def change(tx: StoreTx, name: str) -> str:
-            tx.ensure_namespace("ns-" + uuid.uuid4().hex[:8], 60.0, 0.0)
+            tx.insert_namespace("ns-" + uuid.uuid4().hex[:8], 60.0, 0.0)
             tx.after_commit(lambda: seen.append(name))
             assert seen == []  # not before the commit
             return name

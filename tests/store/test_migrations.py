@@ -131,3 +131,63 @@ def test_upgrading_from_version_1_keeps_data(db_url: str) -> None:
         assert tuple(row) == ("w", 5, None)
     finally:
         store.close()
+
+
+async def test_upgrading_to_version_13_deletes_nothing_of_the_old_runs(db_url: str) -> None:
+    """Before version 13 nothing was ever deleted: the namespaces a database had keep their
+    runs (ten years), while a namespace new to it, default here, gets the week."""
+    import time
+    from datetime import timedelta
+
+    from engine import Client
+    from engine._store.dialects import create_engine, parse_url
+    from engine._store.migrations import UPGRADED_RETENTION_SECONDS, _render
+
+    a_year_ago = time.time() - 365 * 86400
+    engine = create_engine(parse_url(db_url), fsync=False)
+    dialect = engine.dialect.name
+    with engine.begin() as conn:
+        for migration in MIGRATIONS[:12]:
+            for statement in migration.statements:
+                conn.execute(sa.text(_render(statement, dialect)))
+        conn.execute(
+            sa.text(
+                "INSERT INTO dn_schema_versions (version, description, applied_at) "
+                "VALUES (12, 'v12', 0)"
+            )
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO dn_namespaces (name, retention_seconds, created_at) "
+                "VALUES ('shop', 604800, 0)"
+            )
+        )
+        conn.execute(  # a run of the shop closed a year ago
+            sa.text(
+                "INSERT INTO dn_executions (run_id, namespace, workflow_id, workflow_type, "
+                "task_queue, status, start_time, close_time, first_run_id, next_event_id, "
+                "history_size_bytes, workflow_task_timeout) VALUES ('r1', 'shop', 'w', 'T', "
+                "'q', 2, :t, :t, 'r1', 5, 100, 10)"
+            ),
+            {"t": a_year_ago},
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO dn_visibility (run_id, namespace, workflow_id, workflow_type, "
+                "task_queue, status, start_time, execution_time, close_time, close_order) "
+                "VALUES ('r1', 'shop', 'w', 'T', 'q', 2, :t, :t, :t, :t)"
+            ),
+            {"t": a_year_ago},
+        )
+    engine.dispose()
+    client = await Client.connect(db_url)  # migrates 12 -> latest
+    try:
+        shop = await client.service.describe_namespace("shop")
+        assert shop.retention_seconds == UPGRADED_RETENTION_SECONDS and len(shop.id) == 36
+        default = await client.service.describe_namespace("default")
+        assert default.retention_seconds == timedelta(days=7).total_seconds()
+        assert await client.service.delete_expired_runs() == 0
+        shop_client = Client(client.store, namespace="shop")
+        assert [w.run_id async for w in shop_client.list_workflows()] == ["r1"]
+    finally:
+        await client.close()

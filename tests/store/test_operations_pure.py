@@ -356,6 +356,31 @@ async def remove_search_attributes(svc: Service, clock: FrozenClock) -> Op:
     return lambda: svc.remove_search_attributes(NS, ["CustomerId"])
 
 
+async def register_namespace(svc: Service, clock: FrozenClock) -> Op:
+    return lambda: svc.register_namespace("orders", 3 * 86400.0, "shop", "a@b.c", {"k": "v"})
+
+
+async def ensure_namespace(svc: Service, clock: FrozenClock) -> Op:
+    return lambda: svc.ensure_namespace("elsewhere")
+
+
+async def update_namespace(svc: Service, clock: FrozenClock) -> Op:
+    await svc.register_namespace("orders", 3 * 86400.0, "shop", "", {"k": "v"})
+    return lambda: svc.update_namespace("orders", 2 * 86400.0, "store", None, {"x": "y"})
+
+
+async def delete_closed_runs(svc: Service, clock: FrozenClock) -> Op:
+    await _started(svc, "kept-open")
+    await _started(svc, "closed-long-ago")
+    await svc.terminate(NS, "closed-long-ago", None, "stop", [], "me")
+    clock.t += 8 * 86400  # past the default namespace's week
+    await _started(svc, "closed-recently")
+    await svc.terminate(NS, "closed-recently", None, "stop", [], "me")
+    expired = await svc.find_expired_runs()
+    assert len(expired) == 1
+    return lambda: svc.delete_closed_runs([*expired, "no-such-run"])
+
+
 CASES: dict[str, list[Setup]] = {
     "start_workflow": [
         start_workflow,
@@ -391,6 +416,10 @@ CASES: dict[str, list[Setup]] = {
     "skip_to_next_timer": [skip_to_next_timer],
     "add_search_attributes": [add_search_attributes],
     "remove_search_attributes": [remove_search_attributes],
+    "register_namespace": [register_namespace],
+    "ensure_namespace": [ensure_namespace],
+    "update_namespace": [update_namespace],
+    "delete_closed_runs": [delete_closed_runs],
 }
 
 
@@ -425,13 +454,19 @@ def _dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
             for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             if r[0] != "dn_schema_versions"  # dated by the wall clock
         ]
-        return {
+        dumped = {
             t: sorted(
                 (tuple(_mask(v) for v in row) for row in conn.execute(f'SELECT * FROM "{t}"')),
                 key=repr,
             )
             for t in tables
         }
+        # The default namespace is made by the migration, dated by the wall clock.
+        dumped["dn_namespaces"] = [
+            (r[0], r[1], "<migrated>", *r[3:7], "<migrated>") if r[0] == "default" else r
+            for r in dumped["dn_namespaces"]
+        ]
+        return dumped
     finally:
         conn.close()
 

@@ -56,8 +56,9 @@ def _counts(tmp_path: Path, first: str, second: str, **env: str) -> list[int]:
 
 def _frozen_once(counts: list[int]) -> bool:
     before, first, second = counts
-    # The modules loaded so far, at least; a second worker freezes nothing more.
-    return before == 0 and first > 1000 and second == first
+    # The modules loaded so far, at least; a second worker freezes nothing more (a few
+    # objects frozen while the first worker started may have been freed since).
+    return before == 0 and first > 1000 and second <= first
 
 
 def test_off_by_default(tmp_path: Path) -> None:
