@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 
 from ._cli_db import add_db_commands
 from ._cli_operator import add_operator_commands
+from ._cli_visibility import add_visibility_commands
 from ._model.limits import check_text
 from .client import Client, WorkflowExecution, WorkflowExecutionDescription
 from .exceptions import DurableError
@@ -216,12 +217,16 @@ def _check_database(db: str | None, *, must_exist: bool) -> None:
 
 
 def _with_client(
-    db: str | None, fn: Callable[[Client], Awaitable[T]], *, must_exist: bool = True
+    db: str | None,
+    fn: Callable[[Client], Awaitable[T]],
+    *,
+    must_exist: bool = True,
+    namespace: str | None = None,
 ) -> T:
     _check_database(db, must_exist=must_exist)
 
     async def go() -> T:
-        client = await Client.connect(db)
+        client = await Client.connect(db, namespace=namespace or "default")
         try:
             return await fn(client)
         finally:
@@ -231,36 +236,6 @@ def _with_client(
 
 
 # -- workflow commands ----------------------------------------------------------------------
-
-
-def _cmd_list(args: argparse.Namespace) -> int:
-    if args.limit < 1:
-        raise CommandError(f"--limit must be at least 1 (got {args.limit})")
-
-    async def fetch(client: Client) -> list[WorkflowExecution]:
-        return [e async for e in client.list_workflows(args.query, limit=args.limit)]
-
-    executions = _with_client(args.db, fetch)
-    if args.output == "json":
-        _out(json.dumps([_execution_json(e) for e in executions], indent=2, default=_json_default))
-        return EXIT_OK
-    rows = [
-        [
-            e.id,
-            e.run_id,
-            e.workflow_type,
-            e.status.name,
-            _time(e.start_time),
-            _time(e.close_time),
-            str(e.history_length),
-        ]
-        for e in executions
-    ]
-    headers = ["WORKFLOW ID", "RUN ID", "TYPE", "STATUS", "START TIME", "CLOSE TIME", "EVENTS"]
-    _out(_table(headers, rows))
-    if not executions:
-        _err("no workflows" + (f" match {args.query!r}" if args.query else ""))
-    return EXIT_OK
 
 
 def _describe_lines(d: WorkflowExecutionDescription, summary: str, details: str) -> list[str]:
@@ -316,7 +291,7 @@ def _cmd_describe(args: argparse.Namespace) -> int:
         text = [_metadata_text(meta.get(k), converter) for k in ("summary", "details")]
         return d, text[0], text[1]
 
-    description, summary, details = _with_client(args.db, fetch)
+    description, summary, details = _with_client(args.db, fetch, namespace=args.namespace)
     if args.output == "json":
         out = _execution_json(description, static_summary=summary, static_details=details)
         _out(json.dumps(out, indent=2, default=_json_default))
@@ -326,7 +301,7 @@ def _cmd_describe(args: argparse.Namespace) -> int:
 
 
 def _fetch_history(
-    db: str | None, workflow_id: str, run_id: str | None
+    db: str | None, workflow_id: str, run_id: str | None, namespace: str | None
 ) -> tuple[WorkflowHistory, dict[int, str]]:
     """The history and the summaries its events carry (decoded, by event id)."""
 
@@ -338,7 +313,7 @@ def _fetch_history(
         }
         return history, {i: text for i, text in texts.items() if text}
 
-    return _with_client(db, fetch)
+    return _with_client(db, fetch, namespace=namespace)
 
 
 def _event_details(cols: dict[str, list[Any]], i: int, summary: str = "") -> str:
@@ -363,7 +338,7 @@ def _event_details(cols: dict[str, list[Any]], i: int, summary: str = "") -> str
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    history, summaries = _fetch_history(args.db, args.workflow_id, args.run_id)
+    history, summaries = _fetch_history(args.db, args.workflow_id, args.run_id, args.namespace)
     if args.output == "json":
         _out(history.to_json())
         return EXIT_OK
@@ -398,7 +373,7 @@ def _cmd_start(args: argparse.Namespace) -> int:
         )
         return handle.result_run_id or ""
 
-    run_id = _with_client(args.db, start, must_exist=False)
+    run_id = _with_client(args.db, start, must_exist=False, namespace=args.namespace)
     _out(f"Started workflow {args.workflow_id} (type {args.type}, task queue {args.task_queue})")
     _out(f"Run ID: {run_id}")
     return EXIT_OK
@@ -411,7 +386,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
         return await handle.query(args.name, args=inputs, timeout=timedelta(seconds=args.timeout))
 
-    result = _with_client(args.db, query)
+    result = _with_client(args.db, query, namespace=args.namespace)
     _out(json.dumps(result, indent=2, default=_json_default))
     return EXIT_OK
 
@@ -423,7 +398,7 @@ def _cmd_signal(args: argparse.Namespace) -> int:
         handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
         await handle.signal(args.name, args=inputs)
 
-    _with_client(args.db, signal)
+    _with_client(args.db, signal, namespace=args.namespace)
     _out(f"Sent signal {args.name!r} to workflow {args.workflow_id}")
     return EXIT_OK
 
@@ -433,7 +408,7 @@ def _cmd_cancel(args: argparse.Namespace) -> int:
         handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
         await handle.cancel(args.reason or "")
 
-    _with_client(args.db, cancel)
+    _with_client(args.db, cancel, namespace=args.namespace)
     _out(f"Requested cancellation of workflow {args.workflow_id}")
     return EXIT_OK
 
@@ -443,7 +418,7 @@ def _cmd_terminate(args: argparse.Namespace) -> int:
         handle = client.get_workflow_handle(args.workflow_id, run_id=args.run_id)
         await handle.terminate(reason=args.reason)
 
-    _with_client(args.db, terminate)
+    _with_client(args.db, terminate, namespace=args.namespace)
     _out(f"Terminated workflow {args.workflow_id}")
     return EXIT_OK
 
@@ -487,7 +462,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
             out.append(await handle.fetch_history())
         return out
 
-    histories = _with_client(args.db, fetch_all)
+    histories = _with_client(args.db, fetch_all, namespace=args.namespace)
     total = sum(len(h) for h in histories)
     if args.format == "json":
         if len(ids) == 1:
@@ -647,22 +622,22 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     # SUPPRESS: a --db given before the subcommand is not reset by the subcommand's default.
     common.add_argument("--db", metavar="URL", default=argparse.SUPPRESS, help=db_help)
+    common.add_argument(
+        "--namespace", default=argparse.SUPPRESS, help="the namespace (default: default)"
+    )
 
     parser = argparse.ArgumentParser(
         prog="durable",
         description="Inspect and drive durable-notebook workflows; export and replay histories.",
     )
     parser.add_argument("--db", metavar="URL", default=None, help=db_help)
+    parser.add_argument("--namespace", default=None, help="the namespace (default: default)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     wf = commands.add_parser("workflow", parents=[common], help="list, inspect and act on runs")
     wf_cmds = wf.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
 
-    p = wf_cmds.add_parser("list", parents=[common], help="list runs, newest first")
-    p.add_argument("--query", "-q", help="filter, e.g. \"WorkflowId = 'order-1'\"")
-    p.add_argument("--limit", type=int, default=1000, help="at most this many runs (1000)")
-    p.add_argument("--output", "-o", choices=["table", "json"], default="table")
-    p.set_defaults(func=_cmd_list)
+    add_visibility_commands(wf_cmds, common)
 
     p = wf_cmds.add_parser("describe", parents=[common], help="status, times and pending work")
     p.add_argument("workflow_id", metavar="ID")

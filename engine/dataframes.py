@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
-from .common import WorkflowExecutionStatus
+from .common import SearchAttributeIndexedValueType, WorkflowExecutionStatus
 
 if TYPE_CHECKING:
     from .client import Client, WorkflowExecution
@@ -558,16 +558,54 @@ EXECUTION_COLUMNS = (
 """The columns of :func:`executions_to_dataframe`, in order."""
 
 
-def executions_to_dataframe(executions: Iterable[WorkflowExecution]) -> Any:
+def executions_to_dataframe(
+    executions: Iterable[WorkflowExecution],
+    search_attributes: Mapping[str, SearchAttributeIndexedValueType] | None = None,
+) -> Any:
     """Runs (``client.list_workflows()`` items, or ``describe()`` results) as a DataFrame.
 
     Columns: ``id``, ``run_id``, ``workflow_type``, ``task_queue`` (string), ``status``
     (category of :class:`~engine.WorkflowExecutionStatus` names, ``"COMPLETED"``, ...),
     ``start_time``, ``close_time`` (datetime64[ns, UTC]; NaT while open), ``duration_s``
-    (float64: close minus start, NaN while open) and ``history_length`` (int64).
+    (float64: close minus start, NaN while open) and ``history_length`` (int64); then one
+    column per search attribute, by name: those of ``search_attributes`` (name -> type;
+    the namespace's registered ones, say) and any other a run holds. Each is typed by its
+    attribute's type: Keyword and Text string, Int Int64, Double float64, Bool boolean,
+    Datetime datetime64[ns, UTC], KeywordList object (a list; None where unset); a run
+    without the attribute has the missing value. A column whose name an attribute shares
+    with the columns above is called ``sa_<name>``.
     """
     pd = _pandas()
     rows = list(executions)
+    frame = _execution_frame(pd, rows)
+    held = [{pair.key.name: pair for pair in r.typed_search_attributes} for r in rows]
+    kinds = dict(search_attributes or {})
+    for pairs in held:
+        for name, pair in pairs.items():
+            kinds.setdefault(name, pair.key.indexed_value_type)
+    for name in sorted(kinds):
+        values = [pairs[name].value if name in pairs else None for pairs in held]
+        column = f"sa_{name}" if name in EXECUTION_COLUMNS else name
+        frame[column] = _attribute_series(pd, SearchAttributeIndexedValueType(kinds[name]), values)
+    return frame
+
+
+def _attribute_series(pd: Any, kind: SearchAttributeIndexedValueType, values: list[Any]) -> Any:
+    T = SearchAttributeIndexedValueType
+    if kind in (T.KEYWORD, T.TEXT):
+        return pd.Series(values, dtype=pd.StringDtype())
+    if kind == T.INT:
+        return pd.Series(values, dtype="Int64")
+    if kind == T.DOUBLE:
+        return pd.Series([float("nan") if v is None else v for v in values], dtype="float64")
+    if kind == T.BOOL:
+        return pd.Series(values, dtype="boolean")
+    if kind == T.DATETIME:
+        return _utc_times(pd, [_epoch(v) for v in values])
+    return pd.Series([None if v is None else list(v) for v in values], dtype=object)
+
+
+def _execution_frame(pd: Any, rows: list[WorkflowExecution]) -> Any:
     starts = [_epoch(r.start_time) for r in rows]
     closes = [_epoch(r.close_time) for r in rows]
     string = pd.StringDtype()
@@ -597,10 +635,16 @@ def executions_to_dataframe(executions: Iterable[WorkflowExecution]) -> Any:
 async def list_workflows_dataframe(
     client: Client, query: str | None = None, *, limit: int = 1000
 ) -> Any:
-    """``client.list_workflows(query)`` (newest first) as :func:`executions_to_dataframe`."""
+    """``client.list_workflows(query)`` (Temporal's List Filter; open runs first, then
+    closed ones newest first) as :func:`executions_to_dataframe`, with a typed column for
+    each search attribute registered in the client's namespace, whether or not a listed
+    run holds it (and for ``TemporalChangeVersion`` when one does)."""
     _pandas()  # fail before querying when pandas is missing
+    registered = await client.service.list_search_attributes(client.namespace)
     executions = [e async for e in client.list_workflows(query, limit=limit)]
-    return executions_to_dataframe(executions)
+    return executions_to_dataframe(
+        executions, {n: SearchAttributeIndexedValueType(int(t)) for n, t in registered.items()}
+    )
 
 
 ATTEMPT_COLUMNS = (

@@ -481,3 +481,54 @@ async def test_the_size_limit_counts_the_values_bytes_exactly(
             Upserter.run, "none", id="over", task_queue=task_queue, search_attributes=over
         )
     assert await _ids(client, "CustomerId STARTS_WITH 'kkk'") == ["at"]
+
+
+async def test_a_dataframe_has_a_typed_column_per_search_attribute(
+    client: Client, task_queue: str
+) -> None:
+    from engine.dataframes import EXECUTION_COLUMNS, list_workflows_dataframe
+
+    await _register(client, {**TYPES, "status": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD})
+    due = datetime(2026, 12, 24, 18, 0, tzinfo=UTC)
+    full = TypedSearchAttributes(
+        [
+            SearchAttributePair(CUSTOMER, "c1"),
+            SearchAttributePair(NOTES, "wrapped"),
+            SearchAttributePair(TAGS, ["gift", "urgent"]),
+            SearchAttributePair(AMOUNT, 3),
+            SearchAttributePair(PRICE, 19.5),
+            SearchAttributePair(PAID, True),
+            SearchAttributePair(DUE, due),
+            SearchAttributePair(SearchAttributeKey.for_keyword("status"), "vip"),
+        ]
+    )
+    async with Worker(client, task_queue=task_queue, workflows=[Upserter]):
+        for wid, attrs in [("full", full), ("bare", TypedSearchAttributes([]))]:
+            handle = await client.start_workflow(
+                Upserter.run, "none", id=wid, task_queue=task_queue, search_attributes=attrs
+            )
+            await handle.result()
+    df = await list_workflows_dataframe(client, "WorkflowId IN ('full', 'bare')")
+    attribute_columns = ["Amount", "CustomerId", "Due", "Notes", "Paid", "Price", "Tags"]
+    assert list(df.columns) == [*EXECUTION_COLUMNS, *attribute_columns, "sa_status"]
+    assert {c: str(df[c].dtype) for c in [*attribute_columns, "sa_status"]} == {
+        "Amount": "Int64",
+        "CustomerId": "string",
+        "Due": "datetime64[ns, UTC]",
+        "Notes": "string",
+        "Paid": "boolean",
+        "Price": "float64",
+        "Tags": "object",
+        "sa_status": "string",
+    }
+    row = df.set_index("id").loc["full"]
+    assert (row.CustomerId, row.Amount, row.Price, row.Paid, row.Tags, row.sa_status) == (
+        "c1", 3, 19.5, True, ["gift", "urgent"], "vip",
+    )  # fmt: skip
+    assert row.Due == due
+    bare = df.set_index("id").loc["bare"]
+    assert bare[attribute_columns].isna().all()
+    # An attribute no listed run holds still has its column: the frame's shape is the
+    # namespace's, not the page's.
+    empty = await list_workflows_dataframe(client, "WorkflowId = 'nothing'")
+    assert list(empty.columns) == list(df.columns) and len(empty) == 0
