@@ -11,7 +11,8 @@ STATIC = Path(__file__).parent / "static"
 CSS = STATIC / "widgets.css"
 
 
-def esm(name: str) -> str:
-    """The ES module ``static/<name>`` with the shared helpers (``common.js``) in front."""
-    common = (STATIC / "common.js").read_text(encoding="utf-8")
-    return common + (STATIC / name).read_text(encoding="utf-8")
+def esm(name: str, *scripts: str) -> str:
+    """The ES module ``static/<name>`` with the shared helpers (``common.js``) and then
+    the plain ``scripts`` it uses (``"suggest.js"``) in front."""
+    parts = ["common.js", *scripts, name]
+    return "".join((STATIC / part).read_text(encoding="utf-8") for part in parts)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -17,6 +17,8 @@ import ipywidgets
 import traitlets
 
 from engine import Client, WorkflowExecution, WorkflowExecutionStatus
+from engine.client import WorkflowExecutionCount
+from engine.exceptions import InvalidArgumentError
 
 from . import _live
 from ._snapshot import StaticDisplay, html_table
@@ -24,6 +26,7 @@ from ._source import seconds
 from ._static import CSS, esm
 from .history_view import HistoryView
 from .models import STATUS_COLOURS, short_id
+from .search_attributes import attribute_text, attribute_values, catalogue, suggestions
 
 __all__ = [
     "ExecutionList",
@@ -42,9 +45,6 @@ STATUSES = [s.name.lower() for s in WorkflowExecutionStatus]
 #: Seconds between two counts by status while the list refreshes live.
 COUNT_INTERVAL = 5.0
 
-_AND = re.compile(r"\s+AND\s+", re.IGNORECASE)
-_STATUS_TERM = re.compile(r"^\s*ExecutionStatus\s*=", re.IGNORECASE)
-
 
 # -- pure view model --------------------------------------------------------------------
 
@@ -59,19 +59,30 @@ def _query_status(status: str) -> str:
     return "".join(part.capitalize() for part in status.split("_"))
 
 
-def with_status(query: str, status: str | None) -> str:
-    """``query`` with its ExecutionStatus term replaced by ``status`` (removed if None).
+#: ``"TimedOut"`` (a status as a count's group names it) → ``"timed_out"``.
+_STATUS_OF_NAME = {_query_status(s): s for s in STATUSES}
 
-    ``with_status("WorkflowType = 'A'", "running")`` →
-    ``"WorkflowType = 'A' AND ExecutionStatus = 'Running'"``.
+
+def with_status(query: str, status: str | None) -> str:
+    """``query`` narrowed to the runs of ``status`` (``query`` itself when None): the
+    filter is kept whole, in parentheses, whatever it says.
+
+    ``with_status("WorkflowType = 'A' OR TaskQueue = 'q'", "running")`` →
+    ``"(WorkflowType = 'A' OR TaskQueue = 'q') AND ExecutionStatus = 'Running'"``. A
+    filter with ``ORDER BY`` cannot be narrowed so (the engine says where it fails).
     """
-    terms = [t.strip() for t in _AND.split(query.strip())] if query.strip() else []
-    terms = [t for t in terms if not _STATUS_TERM.match(t)]
-    if status:
-        if status not in STATUSES:
-            raise ValueError(f"unknown status {status!r}; known: {', '.join(STATUSES)}")
-        terms.append(f"ExecutionStatus = '{_query_status(status)}'")
-    return " AND ".join(terms)
+    query = query.strip()
+    if not status:
+        return query
+    if status not in STATUSES:
+        raise ValueError(f"unknown status {status!r}; known: {', '.join(STATUSES)}")
+    term = f"ExecutionStatus = '{_query_status(status)}'"
+    return f"({query}) AND {term}" if query else term
+
+
+def count_query(query: str) -> str:
+    """The count by status of ``query``'s matches: ``"<query> GROUP BY ExecutionStatus"``."""
+    return f"{query.strip()} GROUP BY ExecutionStatus".strip()
 
 
 def _took(value: float) -> str:
@@ -110,21 +121,38 @@ def execution_row(execution: WorkflowExecution) -> dict[str, Any]:
         "closed": closed.strftime("%Y-%m-%d %H:%M:%S") if closed else "",
         "took": _took(max(0.0, closed.timestamp() - start)) if closed else "",
         "history_length": execution.history_length,
+        # The run's search attributes as text (chips "CustomerId=abc"), by name.
+        "search_attributes": {
+            name: attribute_text(value) for name, value in attribute_values(execution).items()
+        },
     }
 
 
 @dataclass(frozen=True)
 class StatusCounts:
-    """Matches by status; when ``capped``, counts of the newest ``total`` matches only."""
+    """Matches by status. ``capped``: counts of the first ``total`` matches only (only
+    :func:`count_statuses` with a limit makes such counts; the list's are exact).
+    ``error``: why there are no counts (a filter that cannot be counted, one with
+    ``ORDER BY``), else ``""``."""
 
     by_status: dict[str, int]
     total: int
-    capped: bool
+    capped: bool = False
+    error: str = ""
 
     def text(self, status: str | None = None) -> str:
-        """``"12"``, or ``"1000+"`` when more matches were not counted."""
+        """``"12"`` (``"12+"`` when capped)."""
         n = self.total if status is None else self.by_status.get(status, 0)
         return f"{n}+" if self.capped else str(n)
+
+    @staticmethod
+    def of(count: WorkflowExecutionCount) -> StatusCounts:
+        """From ``client.count_workflows("... GROUP BY ExecutionStatus")``."""
+        counts: Counter[str] = Counter()
+        for group in count.groups:
+            (name,) = group.group_values
+            counts[_STATUS_OF_NAME.get(str(name), str(name).lower())] += group.count
+        return StatusCounts(_ordered(counts), count.count)
 
 
 def count_statuses(executions: Iterable[WorkflowExecution], limit: int) -> StatusCounts:
@@ -140,29 +168,34 @@ def count_statuses(executions: Iterable[WorkflowExecution], limit: int) -> Statu
 
 
 def _ordered(counts: Counter[str]) -> dict[str, int]:
-    return {s: counts[s] for s in STATUSES if counts[s]}
+    known = {s: counts[s] for s in STATUSES if counts[s]}
+    return known | {s: n for s, n in counts.items() if s not in known and n}
 
 
 # -- the table (anywidget) --------------------------------------------------------------
 
 
 class ExecutionTable(anywidget.AnyWidget):  # type: ignore[misc]
-    """The table part of :class:`ExecutionList`: filter box, status chips, rows, pager.
+    """The table part of :class:`ExecutionList`: filter box (with attribute names
+    suggested as you type), status chips, rows with their search attributes, pager.
 
     The front end sets ``query`` (Enter in the filter box) and ``selected`` (a click on a
     row), and sends ``{"type": "next" | "previous" | "status"}`` messages; the
-    :class:`ExecutionList` that owns it does the rest.
+    :class:`ExecutionList` that owns it does the rest. ``status`` is the chip pressed
+    ("" for all), ``attributes`` the names the filter box suggests.
     """
 
-    _esm = esm("execution_list.js")
+    _esm = esm("execution_list.js", "suggest.js")
     _css = CSS
 
     query = traitlets.Unicode("").tag(sync=True)
     applied_query = traitlets.Unicode("").tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)
     rows: traitlets.List[dict[str, Any]] = traitlets.List([]).tag(sync=True)
     counts = traitlets.Dict({}).tag(sync=True)
     count_total = traitlets.Int(0).tag(sync=True)
-    counts_capped = traitlets.Bool(False).tag(sync=True)
+    counts_error = traitlets.Unicode("").tag(sync=True)
+    attributes: traitlets.List[dict[str, Any]] = traitlets.List([]).tag(sync=True)
     page = traitlets.Int(1).tag(sync=True)
     page_size = traitlets.Int(50).tag(sync=True)
     has_next = traitlets.Bool(False).tag(sync=True)
@@ -179,18 +212,31 @@ class _Page:
     counts: StatusCounts
 
 
+class _BadFilter(Exception):
+    """A filter the engine refused: the message says where (and the filter)."""
+
+
 class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
     """Runs matching a list filter, newest first: status chips with counts, a page at a
     time, refreshed live; clicking a run opens its :class:`HistoryView` below the table.
 
-    ``query`` is the visibility filter (``WorkflowType = 'Order' AND ExecutionStatus =
-    'Running'``); a filter the engine cannot read is shown as an error and the previous
-    rows stay. Counts cover at most ``count_limit`` matches ("1000+" beyond). The current
-    page is re-read every ``refresh_interval`` (the counts every few seconds) while the
+    ``query`` is Temporal's List Filter, the whole language (``CustomerId = 'c1' AND
+    (StartTime > '2026-12-01T00:00:00Z' OR ExecutionStatus IN ('Failed', 'TimedOut'))``,
+    custom search attributes once registered); the filter box suggests attribute names
+    (the system ones and the namespace's custom ones) for the word under the cursor. A
+    filter the engine cannot read shows its message (with the column) as :attr:`error`,
+    and the previous rows stay. A status chip (:meth:`set_status`) narrows the list to
+    ``(<query>) AND ExecutionStatus = '<status>'``; the chips' counts are exact, from
+    ``client.count_workflows("<query> GROUP BY ExecutionStatus")``, and cover the whole
+    filter whichever chip is pressed (a filter with ``ORDER BY`` lists, but cannot be
+    counted or narrowed by a chip: :attr:`counts_error` says so). Each row shows the
+    run's search attributes as chips (``CustomerId=abc``). The current page is re-read
+    every ``refresh_interval`` (the counts every few seconds) while the
     widget is open, and not at all while no view of it is shown. A failed read shows in
     :attr:`error` and is retried after a growing pause; after five in a row the refresh
     stops and says so. :meth:`stop` ends the refresh (and the history view's) and
     leaves both on screen as they are; :meth:`close` stops it and removes the widget.
+    ``count_limit`` is no longer used (counts are exact) and warns when given.
 
     Its display data holds, besides the widget view, the page of runs and the counts by
     status as HTML, so a saved notebook shows them without a kernel.
@@ -203,22 +249,27 @@ class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
         *,
         page_size: int = 50,
         refresh_interval: float | timedelta = 1.0,
-        count_limit: int = 1000,
+        count_limit: int | None = None,
         **kwargs: Any,
     ) -> None:
         if not isinstance(client, Client):
             raise TypeError(f"expected an engine Client, not {type(client).__name__}")
         if not 1 <= page_size <= 500:
             raise ValueError(f"page_size must be between 1 and 500, not {page_size}")
-        if count_limit < 1:
-            raise ValueError(f"count_limit must be at least 1, not {count_limit}")
+        if count_limit is not None:
+            warnings.warn(
+                "ExecutionList's count_limit is no longer used: the counts by status are "
+                "exact (client.count_workflows)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         self._interval = seconds(refresh_interval)
         self._client = client
         self._page_size = page_size
-        self._count_limit = count_limit
         self._lock = threading.Lock()
-        self._generation = 0  # bumped by every change of query or page
+        self._generation = 0  # bumped by every change of query, status or page
         self._applied = ""
+        self._status: str | None = None  # the status chip pressed (None: all)
         self._tokens: list[bytes | None] = [None]  # the token of each page visited
         self._next: bytes | None = None
         self._counts: StatusCounts | None = None
@@ -234,6 +285,7 @@ class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
         self.detail = ipywidgets.VBox()
         super().__init__(children=[self.table, self.detail], **kwargs)
         self.add_class("dn-execution-list")
+        self._load_attributes()
         if not self.set_query(query):
             self._applied = self.table.applied_query = query.strip()  # no rows, not all rows
         self.table.observe(self._on_query, names=["query"])
@@ -245,11 +297,15 @@ class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
     def __repr__(self) -> str:
         if not hasattr(self, "_subscription"):  # the constructor failed
             return "<ExecutionList (not built)>"
-        counts = StatusCounts(self.counts, int(self.table.count_total), self.counts_capped)
+        counts = StatusCounts(self.counts, int(self.table.count_total))
         by_status = ", ".join(f"{s.replace('_', ' ')} {counts.text(s)}" for s in counts.by_status)
         query = f" matching {self._applied!r}" if self._applied else ""
+        if self._status:
+            showing = f"showing {self._status.replace('_', ' ')}"
+            by_status = f"{by_status}; {showing}" if by_status else showing
+        total = "?" if self.counts_error else counts.text()
         return (
-            f"<ExecutionList {counts.text()} runs{query}"
+            f"<ExecutionList {total} runs{query}"
             + (f" ({by_status})" if by_status else "")
             + f" · page {self.page}{' · live' if self.refreshing else ''}>"
         )
@@ -258,23 +314,46 @@ class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
 
     @property
     def query(self) -> str:
-        """The filter whose matches are listed (the last one the engine accepted)."""
+        """The filter whose matches are listed (the last one the engine accepted),
+        without the status chip's narrowing (see :attr:`listed_query`)."""
         return self._applied
 
     @property
+    def status(self) -> str | None:
+        """The status chip pressed (``"running"``, ...), or None for every status."""
+        return self._status
+
+    @property
+    def listed_query(self) -> str:
+        """What is listed: :attr:`query` narrowed by the status chip (:func:`with_status`)."""
+        return with_status(self._applied, self._status)
+
+    @property
     def rows(self) -> list[dict[str, Any]]:
-        """The runs of the current page, as the table shows them."""
+        """The runs of the current page, as the table shows them (``search_attributes``:
+        name → value as text)."""
         return list(self.table.rows)
 
     @property
     def counts(self) -> dict[str, int]:
-        """Matches by status (of the newest ``count_limit`` when :attr:`counts_capped`)."""
+        """Matches of :attr:`query` by status, exact (whichever chip is pressed); empty,
+        with :attr:`counts_error` set, when the filter cannot be counted."""
         return dict(self.table.counts)
 
     @property
+    def counts_error(self) -> str:
+        """Why there are no counts (the engine's message), or ``""``."""
+        return str(self.table.counts_error)
+
+    @property
     def counts_capped(self) -> bool:
-        """Whether there were more matches than ``count_limit``."""
-        return bool(self.table.counts_capped)
+        """Always False: the counts are exact (kept for code written when they were not)."""
+        return False
+
+    @property
+    def attributes(self) -> list[dict[str, Any]]:
+        """The search attributes the filter box suggests: ``{name, type, custom}`` each."""
+        return list(self.table.attributes)
 
     @property
     def error(self) -> str:
@@ -300,24 +379,33 @@ class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
     # -- reading pages ------------------------------------------------------------------
 
     async def _fetch(
-        self, query: str, token: bytes | None, counts: StatusCounts | None = None
+        self,
+        query: str,
+        status: str | None,
+        token: bytes | None,
+        counts: StatusCounts | None = None,
     ) -> _Page:
-        """Read a page; count the matches by status unless ``counts`` (still current)
-        is given and counting would take a query of its own."""
+        """Read a page of ``query`` narrowed to ``status``; count ``query``'s matches by
+        status unless ``counts`` (still current) is given and counting would take a query
+        of its own."""
         client = self._client
+        listed = with_status(query, status)
         listing = client.list_workflows(
-            query or None, page_size=self._page_size, next_page_token=token
+            listed or None, page_size=self._page_size, next_page_token=token
         )
-        await listing.fetch_next_page()
+        try:
+            await listing.fetch_next_page()
+        except InvalidArgumentError as err:
+            raise _BadFilter(_describe(err, listed)) from err
         page = listing.current_page or []
-        if token is None and listing.next_page_token is None:
-            counts = count_statuses(page, self._count_limit)  # every match is on this page
+        if status is None and token is None and listing.next_page_token is None:
+            counts = count_statuses(page, len(page) + 1)  # every match is on this page
         elif counts is None:
-            counted = client.list_workflows(
-                query or None, limit=self._count_limit + 1, page_size=self._count_limit + 1
-            )
-            await counted.fetch_next_page()
-            counts = count_statuses(counted.current_page or [], self._count_limit)
+            counting = count_query(query)
+            try:
+                counts = StatusCounts.of(await client.count_workflows(counting))
+            except InvalidArgumentError as err:  # ORDER BY, say: the rows still show
+                counts = StatusCounts({}, 0, error=f"no counts: {err} (counting: {counting})")
         return _Page([execution_row(e) for e in page], listing.next_page_token, counts)
 
     def _show(self, page: _Page) -> None:
@@ -327,58 +415,83 @@ class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
             table.rows = page.rows
             table.counts = page.counts.by_status
             table.count_total = page.counts.total
-            table.counts_capped = page.counts.capped
+            table.counts_error = page.counts.error
             table.page = len(self._tokens)
             table.has_previous = len(self._tokens) > 1
             table.has_next = page.next_token is not None
             table.applied_query = self._applied
+            table.status = self._status or ""
         self._next, self._counts = page.next_token, page.counts
 
-    def _load(self, query: str, tokens: list[bytes | None]) -> bool:
-        """Read the page ``tokens[-1]`` of ``query`` and show it; on an error keep the
-        rows and show the error instead."""
+    def _load(self, query: str, status: str | None, tokens: list[bytes | None]) -> bool:
+        """Read the page ``tokens[-1]`` of ``query`` narrowed to ``status`` and show it;
+        on an error keep the rows and show the error instead."""
         try:
-            page = _live.call(self._fetch(query, tokens[-1]))
+            page = _live.call(self._fetch(query, status, tokens[-1]))
+        except _BadFilter as err:
+            self.table.error = str(err)
+            return False
         except Exception as err:
-            self.table.error = _describe(err, query)
+            self.table.error = _describe(err, with_status(query, status))
             return False
         with self._lock:
             self._generation += 1
-            self._applied, self._tokens = query, tokens
+            self._applied, self._status, self._tokens = query, status, tokens
             self._show(page)
             self.table.error = ""
         return True
 
+    def _load_attributes(self) -> None:
+        """Read the names the filter box suggests (the system ones and the namespace's
+        custom ones); on an error keep those it had (suggestions are a help, not data)."""
+        try:
+            names = _live.call(catalogue(self._client))
+        except Exception:  # the list itself reports a store that is gone
+            return
+        self.table.attributes = suggestions(names)
+
     def set_query(self, query: str) -> bool:
-        """List the runs matching ``query`` from the first page; returns False (and shows
-        the engine's message, keeping the rows) when the filter cannot be read."""
+        """List the runs matching ``query`` from the first page (the status chip pressed
+        stays); returns False (and shows the engine's message, keeping the rows) when
+        the filter cannot be read. The suggested attribute names are read again too
+        (one registered meanwhile is offered)."""
         query = query.strip()
         self._syncing = True
         try:
             self.table.query = query
         finally:
             self._syncing = False
-        return self._load(query, [None])
+        if getattr(self, "_subscription", None) is not None:  # the constructor read them
+            self._load_attributes()
+        return self._load(query, self._status, [None])
+
+    def set_status(self, status: str | None) -> bool:
+        """Press a status chip (``"running"``, ...; None for every status): list the
+        filter's runs of that status from the first page. Returns False (showing why)
+        when the filter cannot be narrowed (one with ``ORDER BY``)."""
+        if status is not None and status not in STATUSES:
+            raise ValueError(f"unknown status {status!r}; known: {', '.join(STATUSES)}")
+        return self._load(self._applied, status, [None])
 
     def next_page(self) -> bool:
         """Show the next page; returns False on the last page."""
         if self._next is None:
             return False
-        return self._load(self._applied, [*self._tokens, self._next])
+        return self._load(self._applied, self._status, [*self._tokens, self._next])
 
     def previous_page(self) -> bool:
         """Show the previous page; returns False on the first page."""
         if len(self._tokens) < 2:
             return False
-        return self._load(self._applied, self._tokens[:-1])
+        return self._load(self._applied, self._status, self._tokens[:-1])
 
     def refresh(self) -> bool:
         """Read the current page again now."""
-        return self._load(self._applied, list(self._tokens))
+        return self._load(self._applied, self._status, list(self._tokens))
 
     async def _refresh(self) -> None:
-        # Counting takes a query of up to count_limit rows (unless the first page holds
-        # every match): the live refresh does it every COUNT_INTERVAL, not at every tick.
+        # Counting takes a query of its own (unless the first page holds every match):
+        # the live refresh does it every COUNT_INTERVAL, not at every tick.
         loop = asyncio.get_running_loop()
         counted_at = loop.time()
         await asyncio.sleep(self._interval)  # the constructor has just read the page
@@ -387,9 +500,10 @@ class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
             nonlocal counted_at
             with self._lock:
                 generation, query, token = self._generation, self._applied, self._tokens[-1]
+                status = self._status
                 count = loop.time() - counted_at >= COUNT_INTERVAL
                 counts = None if count else self._counts
-            page = await self._fetch(query, token, counts)
+            page = await self._fetch(query, status, token, counts)
             if count:
                 counted_at = loop.time()
             return generation, page
@@ -431,7 +545,8 @@ class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
 
     def _on_query(self, change: dict[str, Any]) -> None:
         if not self._syncing:
-            self._load(str(change["new"]).strip(), [None])
+            self._load_attributes()
+            self._load(str(change["new"]).strip(), self._status, [None])
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Sequence[Any]) -> None:
         if self._views.message(content):
@@ -450,7 +565,7 @@ class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
         elif kind == "status":
             status = content.get("status") or None
             if status is None or status in STATUSES:
-                self.set_query(with_status(self._applied, status))
+                self.set_status(status)
 
     def _on_selected(self, change: dict[str, Any]) -> None:
         if self._syncing:
@@ -543,12 +658,13 @@ class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
 
     def _static_html(self) -> str:
         rows = self.rows
-        counts = StatusCounts(self.counts, int(self.table.count_total), self.counts_capped)
-        chips = " · ".join(
+        counts = StatusCounts(self.counts, int(self.table.count_total))
+        chips = self.counts_error or " · ".join(
             [f"all {counts.text()}"]
             + [f"{s.replace('_', ' ')} {counts.text(s)}" for s in counts.by_status]
         )
-        query = f"<p>filter: <code>{escape(self._applied)}</code></p>" if self._applied else ""
+        listed = self.listed_query
+        query = f"<p>filter: <code>{escape(listed)}</code></p>" if listed else ""
         table = html_table(
             [
                 "status",
@@ -559,6 +675,7 @@ class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
                 "started (UTC)",
                 "took",
                 "events",
+                "search attributes",
             ],
             [
                 (
@@ -570,6 +687,7 @@ class ExecutionList(StaticDisplay, ipywidgets.VBox):  # type: ignore[misc]
                     r["started"],
                     r["took"],
                     r["history_length"],
+                    "; ".join(f"{k}={v}" for k, v in r.get("search_attributes", {}).items()),
                 )
                 for r in rows
             ],

@@ -88,6 +88,9 @@ class DurableExtension(ExtensionApp):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._client: Client | None = None
+        #: Clients of the other namespaces the REST API was asked about (``?namespace=``),
+        #: sharing the extension client's store.
+        self._namespace_clients: dict[str, Client] = {}
         self._connecting: asyncio.Future[Client] | None = None
         self._hosting = False
         self._previous_env: str | None = None
@@ -139,6 +142,26 @@ class DurableExtension(ExtensionApp):
             self._connecting = asyncio.ensure_future(self._connect())
         return await asyncio.shield(self._connecting)
 
+    async def namespace_client(self, namespace: str) -> Client:
+        """A client of ``namespace`` on the extension's store (the extension's own for
+        its namespace)."""
+        base = await self.client()
+        if namespace == base.namespace:
+            return base
+        found = self._namespace_clients.get(namespace)
+        if found is None:
+            # Only namespaces that exist are kept (NamespaceNotFoundError otherwise: a
+            # 404), so requests naming others cannot grow the cache.
+            await base.service.describe_namespace(namespace)
+            found = Client(
+                base.store,
+                namespace=namespace,
+                data_converter=base.data_converter,
+                clock=base.service.clock,
+            )
+            self._namespace_clients[namespace] = found
+        return found
+
     async def _connect(self) -> Client:
         try:
             client = await Client.connect(self.resolved_url)
@@ -159,6 +182,7 @@ class DurableExtension(ExtensionApp):
             except Exception:
                 pass
         client, self._client, self._connecting = self._client, None, None
+        self._namespace_clients.clear()  # they share the store closed below
         if client is not None:
             if self._hosting:
                 self._hosting = False

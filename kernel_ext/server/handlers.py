@@ -24,11 +24,15 @@ from tornado import web
 from engine import Client, WorkflowAlreadyStartedError
 from engine.exceptions import (
     InvalidArgumentError,
+    NamespaceNotFoundError,
+    RPCError,
+    RPCStatusCode,
     StoreUnavailableError,
     WorkflowNotFoundError,
     WorkflowUpdateFailedError,
 )
 from widgets.models import HistoryModel, metadata_text, timeline, timeline_ticks
+from widgets.search_attributes import SUGGEST_SCRIPT, attribute_values
 
 STATIC = Path(__file__).parent / "static"
 AUTH_RESOURCE = "durable"
@@ -66,11 +70,16 @@ def _epoch_iso(value: Any) -> Any:
 
 
 def execution_json(execution: Any) -> dict[str, Any]:
-    """A listed or described run as JSON (times ISO 8601 in UTC, status by name); a
-    described one also has its ``static_summary`` and ``static_details`` decoded with the
-    client's data converter (as text, "" for none: see :func:`widgets.models.metadata_text`)."""
+    """A listed or described run as JSON (times ISO 8601 in UTC, status by name), with
+    its ``search_attributes`` decoded (name → value, a list for a KeywordList, datetimes
+    ISO 8601: :func:`widgets.search_attributes.attribute_values`); a described one also
+    has its ``static_summary`` and ``static_details`` decoded with the client's data
+    converter (as text, "" for none: see :func:`widgets.models.metadata_text`)."""
     data = _jsonable(execution)
     data.pop("data_converter", None)  # how to decode, not data
+    data.pop("raw_search_attributes", None)  # payloads: decoded below
+    if hasattr(execution, "typed_search_attributes"):
+        data["search_attributes"] = attribute_values(execution)
     meta = getattr(execution, "raw_user_metadata", None)
     if isinstance(meta, dict):
         converter = getattr(execution, "data_converter", None)
@@ -110,7 +119,15 @@ class DurableAPIHandler(APIHandler):
             self.path_kwargs["workflow_id"] = values[0]
 
     async def client(self) -> Client:
-        client: Client = await self.extension.client()
+        """The client of the request's namespace: ``?namespace=`` (default: the server's,
+        ``default``). An unknown namespace is a 404 when the request reaches the store."""
+        values = self.get_query_arguments("namespace", strip=False)
+        if len(values) > 1:
+            raise BadRequest("give namespace at most once")
+        if values:  # a malformed name is the Client's InvalidArgumentError: a 400
+            client: Client = await self.extension.namespace_client(values[0])
+            return client
+        client = await self.extension.client()
         return client
 
     def write_json(self, data: Any, status: int = 200) -> None:
@@ -126,7 +143,7 @@ class DurableAPIHandler(APIHandler):
         self.finish(json.dumps({"error": {"code": code, "message": message}}))
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        if isinstance(value, BadRequest | InvalidArgumentError | WorkflowNotFoundError):
+        if isinstance(value, BadRequest | InvalidArgumentError | _NOT_FOUND) or _answered(value):
             self.log.info("durable API: %s", value)
             return
         if isinstance(value, WorkflowAlreadyStartedError | WorkflowUpdateFailedError):
@@ -216,12 +233,30 @@ class DurableAPIHandler(APIHandler):
         return handle
 
 
+#: Errors answered with 404: an unknown run, or an unknown namespace.
+_NOT_FOUND = WorkflowNotFoundError | NamespaceNotFoundError
+
+
+def _already_exists(exc: BaseException | None) -> bool:
+    return isinstance(exc, RPCError) and exc.status == RPCStatusCode.ALREADY_EXISTS
+
+
+def _answered(exc: BaseException | None) -> bool:
+    """An ``RPCError`` the API answers as the client's mistake (``NOT_FOUND`` or
+    ``ALREADY_EXISTS``): logged at info, without a traceback. Any other ``RPCError`` is
+    the server's and keeps the default logging."""
+    return isinstance(exc, RPCError) and exc.status in (
+        RPCStatusCode.NOT_FOUND,
+        RPCStatusCode.ALREADY_EXISTS,
+    )
+
+
 def _status_of(exc: BaseException | None, default: int) -> int:
     if isinstance(exc, BadRequest | InvalidArgumentError):
         return 400
-    if isinstance(exc, WorkflowNotFoundError):
+    if isinstance(exc, _NOT_FOUND):
         return 404
-    if isinstance(exc, WorkflowAlreadyStartedError):
+    if isinstance(exc, WorkflowAlreadyStartedError) or _already_exists(exc):
         return 409
     if isinstance(exc, WorkflowUpdateFailedError):
         return 422
@@ -235,10 +270,12 @@ def _error_of(status: int, exc: BaseException | None, reason: str) -> tuple[str,
         return "bad_request", str(exc)
     if isinstance(exc, InvalidArgumentError):
         return "invalid_argument", str(exc)
-    if isinstance(exc, WorkflowNotFoundError):
+    if isinstance(exc, _NOT_FOUND):
         return "not_found", str(exc)
     if isinstance(exc, WorkflowAlreadyStartedError):
         return "already_started", str(exc)
+    if _already_exists(exc):
+        return "already_exists", str(exc)
     if isinstance(exc, WorkflowUpdateFailedError):
         return "update_failed", str(exc)
     if isinstance(exc, StoreUnavailableError):
@@ -554,13 +591,28 @@ def routes() -> list[tuple[str, Any, dict[str, Any]] | tuple[str, Any]]:
     # in the query (?workflow_id=; an empty group, filled in by DurableAPIHandler.prepare).
     by_path = [(rf"{api}/workflows/(?P<workflow_id>[^/]+){sub}/?", h) for sub, h in per_run]
     by_query = [(rf"{api}/workflow(?P<workflow_id>){sub}/?", h) for sub, h in per_run]
+    from .namespace_handlers import NamespaceHandler, NamespacesHandler
+    from .visibility_handlers import CountHandler, SearchAttributeHandler, SearchAttributesHandler
+
     return [
         (rf"{api}/info/?", InfoHandler),
         (rf"{api}/workflows/?", WorkflowsHandler),
+        # Before workflows/{id}: a run whose id is "count" is workflow?workflow_id=count.
+        (rf"{api}/workflows/count/?", CountHandler),
+        (rf"{api}/search-attributes/?", SearchAttributesHandler),
+        (rf"{api}/search-attributes/(?P<name>[^/]+)/?", SearchAttributeHandler),
+        (rf"{api}/namespaces/?", NamespacesHandler),
+        (rf"{api}/namespaces/(?P<name>[^/]+)/?", NamespaceHandler),
         *by_path,
         *by_query,
         (rf"{api}(/.*)?", UnknownAPIHandler),
         (r"/durable", web.RedirectHandler, {"url": "durable/"}),
         (r"/durable/", PageHandler),
+        # The filter box's suggestions, shared with the ExecutionList widget.
+        (
+            r"/durable/static/(suggest\.js)",
+            web.StaticFileHandler,
+            {"path": str(SUGGEST_SCRIPT.parent)},
+        ),
         (r"/durable/static/(.*)", web.StaticFileHandler, {"path": str(STATIC)}),
     ]

@@ -137,6 +137,12 @@ def server(tmp_path: Path) -> Iterator[str]:
     require_chromium()
     db_url = f"sqlite:///{tmp_path / 'durable.db'}"
     asyncio.run(_populate(db_url))
+    yield from serve(tmp_path, db_url)
+
+
+def serve(tmp_path: Path, db_url: str) -> Iterator[str]:
+    """Run a ``jupyter server`` with the extension on ``db_url`` (token ``TOKEN``) while
+    the generator is suspended; yields its base URL."""
     port = free_port()
     env = {
         **os.environ,

@@ -32,11 +32,13 @@ def test_pip_install_enables_the_server_extension(tmp_path: Path) -> None:
         "engine/py.typed",
         "kernel_ext/server/static/app.js",
         "kernel_ext/server/static/index.html",
+        "kernel_ext/server/static/runs.js",
         "widgets/static/history_view.js",
         "widgets/static/timeline.js",
         "widgets/static/execution_list.js",
         "widgets/static/worker_monitor.js",
         "widgets/static/common.js",
+        "widgets/static/suggest.js",
         "widgets/static/widgets.css",
     ):
         assert name in names, f"{name} is missing from {wheel.name}"

@@ -12,8 +12,15 @@ from typing import Any
 import pytest
 
 from engine import Client, Worker, WorkflowExecution, WorkflowExecutionStatus
+from engine.client import WorkflowExecutionCount, WorkflowExecutionCountAggregationGroup
 from widgets import ExecutionList, HistoryView, _live, execution_list
-from widgets.execution_list import count_statuses, execution_row, with_status
+from widgets.execution_list import (
+    StatusCounts,
+    count_query,
+    count_statuses,
+    execution_row,
+    with_status,
+)
 
 from ..interop.engine_code import HelloWF, SignalWF, say_hello
 from .conftest import eventually, widget_threads
@@ -37,15 +44,35 @@ def _execution(status: WorkflowExecutionStatus, i: int = 0) -> WorkflowExecution
     )
 
 
-def test_with_status_replaces_the_status_term() -> None:
+def test_with_status_keeps_the_filter_whole() -> None:
     assert with_status("", "running") == "ExecutionStatus = 'Running'"
+    # OR binds looser than AND: the filter goes in parentheses, never split.
     assert (
-        with_status("WorkflowType = 'A' and ExecutionStatus = 'Failed'", "timed_out")
-        == "WorkflowType = 'A' AND ExecutionStatus = 'TimedOut'"
+        with_status("WorkflowType = 'A' or TaskQueue = 'b AND c'", "timed_out")
+        == "(WorkflowType = 'A' or TaskQueue = 'b AND c') AND ExecutionStatus = 'TimedOut'"
     )
-    assert with_status("ExecutionStatus = 'Failed' AND TaskQueue = 'q'", None) == "TaskQueue = 'q'"
+    assert with_status(" TaskQueue = 'q' ", None) == "TaskQueue = 'q'"
     with pytest.raises(ValueError, match="unknown status 'lost'"):
         with_status("", "lost")
+    assert count_query("") == "GROUP BY ExecutionStatus"
+    assert count_query(" A = 'x' ") == "A = 'x' GROUP BY ExecutionStatus"
+
+
+def test_status_counts_from_a_grouped_count() -> None:
+    groups = [
+        WorkflowExecutionCountAggregationGroup(3, ["Completed"]),
+        WorkflowExecutionCountAggregationGroup(2, ["TimedOut"]),
+        WorkflowExecutionCountAggregationGroup(1, ["Running"]),
+    ]
+    counts = StatusCounts.of(WorkflowExecutionCount(6, groups))
+    # In the chips' order (running first), keyed as the colours are.
+    assert list(counts.by_status.items()) == [("running", 1), ("completed", 3), ("timed_out", 2)]
+    assert (counts.total, counts.capped, counts.error, counts.text("completed")) == (
+        6,
+        False,
+        "",
+        "3",
+    )
 
 
 def test_rows_and_counts_from_executions() -> None:
@@ -117,7 +144,7 @@ async def test_filter_narrows_the_rows_and_a_bad_filter_keeps_them(
         assert view.error == "" and view.query == in_queue
         assert sorted(r["id"] for r in view.rows) == sorted(waiting + hellos)
         assert view.counts == {"running": 3, "completed": 2} and not view.counts_capped
-        assert view.table.count_total == 5
+        assert view.table.count_total == 5 and view.counts_error == ""
 
         # Narrower: only the completed HelloWF runs.
         assert view.set_query(f"{in_queue} AND WorkflowType = 'HelloWF'")
@@ -138,13 +165,24 @@ async def test_filter_narrows_the_rows_and_a_bad_filter_keeps_them(
         view.table.query = in_queue
         assert view.error == "" and len(view.rows) == 5
 
-        # A status chip narrows to that status (and is cleared by the "all" chip).
+        # A status chip narrows to that status (and is cleared by the "all" chip); the
+        # filter stays as typed, and the counts still cover every status of it.
         view.table._handle_custom_msg({"type": "status", "status": "running"}, [])
-        assert view.query == f"{in_queue} AND ExecutionStatus = 'Running'"
+        assert view.query == in_queue and view.status == "running"
+        assert view.listed_query == f"({in_queue}) AND ExecutionStatus = 'Running'"
+        assert view.table.status == "running" and view.table.query == in_queue
         assert sorted(r["id"] for r in view.rows) == sorted(waiting)
-        assert view.counts == {"running": 3}
+        assert view.counts == {"running": 3, "completed": 2}
+        # Another chip replaces it (it does not pile up terms).
+        assert view.set_status("completed")
+        assert sorted(r["id"] for r in view.rows) == sorted(hellos)
+        # A new filter keeps the chip: an OR inside it stays inside the parentheses.
+        either = f"{in_queue} OR WorkflowId = '{waiting[0]}'"
+        assert view.set_query(either) and view.status == "completed"
+        assert sorted(r["id"] for r in view.rows) == sorted(hellos)
         view.table._handle_custom_msg({"type": "status", "status": None}, [])
-        assert view.query == in_queue and len(view.rows) == 5
+        assert view.query == either and view.status is None and len(view.rows) == 5
+        assert view.set_query(in_queue)
 
         # No filter: every run, the other queue's too.
         assert view.set_query("") and len(view.rows) == 6
@@ -168,14 +206,16 @@ async def test_a_bad_initial_filter_shows_no_rows_and_the_error(client: Client) 
     _assert_stopped(view)
 
 
-async def test_counts_are_capped_and_pages_follow_tokens_visiting_each_run_once(
+async def test_counts_are_exact_and_pages_follow_tokens_visiting_each_run_once(
     client: Client, task_queue: str
 ) -> None:
     ids = await _start_waiting(client, task_queue, 7, "page-" + uuid.uuid4().hex[:6])
-    view = ExecutionList(client, f"TaskQueue = '{task_queue}'", page_size=3, count_limit=5)
+    with pytest.warns(DeprecationWarning, match="count_limit is no longer used"):
+        view = ExecutionList(client, f"TaskQueue = '{task_queue}'", page_size=3, count_limit=5)
     try:
-        assert view.counts == {"running": 5} and view.counts_capped
-        assert view.table.count_total == 5
+        # More matches than a page (and than the old count_limit): still counted exactly.
+        assert view.counts == {"running": 7} and not view.counts_capped
+        assert view.table.count_total == 7
 
         pages = [[r["run_id"] for r in view.rows]]
         assert view.page == 1 and view.table.has_next and not view.table.has_previous
@@ -294,23 +334,31 @@ async def test_live_refresh_picks_up_new_runs_until_closed(
 
 
 class _Reads:
-    """Wraps ``client.list_workflows``: the monotonic time of each call (``kinds``: a page
-    or a count), and raises while ``broken``."""
+    """Wraps ``client.list_workflows`` and ``count_workflows``: the monotonic time of each
+    call (``kinds``: a page or a count), and raises while ``broken``."""
 
     def __init__(self, client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
         self.times: list[float] = []
         self.kinds: list[str] = []
         self.broken = False
-        real = client.list_workflows
+        real_list, real_count = client.list_workflows, client.count_workflows
 
         def list_workflows(*args: Any, **kwargs: Any) -> Any:
             self.times.append(time.monotonic())
-            self.kinds.append("count" if kwargs.get("limit") else "page")
+            self.kinds.append("page")
             if self.broken:
                 raise ConnectionError("the database went away")
-            return real(*args, **kwargs)
+            return real_list(*args, **kwargs)
+
+        async def count_workflows(*args: Any, **kwargs: Any) -> Any:
+            self.times.append(time.monotonic())
+            self.kinds.append("count")
+            if self.broken:
+                raise ConnectionError("the database went away")
+            return await real_count(*args, **kwargs)
 
         monkeypatch.setattr(client, "list_workflows", list_workflows)
+        monkeypatch.setattr(client, "count_workflows", count_workflows)
 
     def __len__(self) -> int:
         return len(self.times)

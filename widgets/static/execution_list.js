@@ -1,11 +1,13 @@
-// ExecutionList front end: filter box, status chips with counts, one page of runs, pager.
-// Paging tokens stay in the kernel: the buttons only ask for the next or previous page.
+// ExecutionList front end: filter box (attribute names suggested as you type: suggest.js,
+// in front of this module), status chips with counts, one page of runs with their search
+// attributes as chips, pager. Paging tokens stay in the kernel: the buttons only ask for
+// the next or previous page. Every value is text (textContent), never markup.
 
 const COLOURS = {
   running: "#1971c2", completed: "#2b8a3e", failed: "#e03131", canceled: "#868e96",
   terminated: "#495057", continued_as_new: "#7048e8", timed_out: "#c2255c",
 };
-const HEADERS = ["status", "workflow id", "type", "run id", "task queue", "started (UTC)", "took", "events"];
+const HEADERS = ["status", "workflow id", "type", "run id", "task queue", "started (UTC)", "took", "events", "search attributes"];
 
 function label(status) {
   return status.replaceAll("_", " ");
@@ -15,12 +17,16 @@ function render({ model, el }) {
   el.classList.add("dn-widget", "dn-xl");
   const input = h("input", {
     type: "search", class: "dn-xl-filter", spellcheck: "false",
-    placeholder: "WorkflowType = 'Order' AND ExecutionStatus = 'Running'",
-    "aria-label": "List filter (press Enter to apply)",
+    placeholder: "CustomerId = 'c1' AND ExecutionStatus = 'Running'",
+    "aria-label": "List filter (press Enter to apply; attribute names are suggested as you type)",
   });
+  const combo = h("span", { class: "dn-xl-combo" }, input);
   const apply = h("button", { type: "button", text: "Filter" });
   const live = h("span", { class: "dn-live", "aria-live": "polite" });
-  const head = h("div", { class: "dn-head" }, input, apply, live);
+  const head = h("div", { class: "dn-head" }, combo, apply, live);
+  // Before the Enter handler below: Enter on a suggestion highlighted with the arrow keys
+  // takes it instead of filtering (with none highlighted, Enter filters).
+  attachSuggestions(input, combo, () => model.get("attributes"), { cls: "dn-suggest" });
   const chips = h("div", { class: "dn-xl-chips", role: "group", "aria-label": "Counts by status" });
   const error = h("div", { class: "dn-error", role: "alert", hidden: true });
   // A table: the header row and the runs each in a rowgroup; a run's row is focusable
@@ -68,17 +74,22 @@ function render({ model, el }) {
 
   function renderCounts() {
     const counts = model.get("counts");
-    const capped = model.get("counts_capped");
-    const plus = capped ? "+" : "";
-    const applied = model.get("applied_query");
-    const m = /ExecutionStatus\s*=\s*['"]([^'"]*)['"]/i.exec(applied);
-    const current = m ? m[1].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase() : null;
-    const nodes = [chip(null, `all ${model.get("count_total")}${plus}`, current === null)];
+    const current = model.get("status") || null;
+    const failed = model.get("counts_error");
+    const nodes = [chip(null, failed ? "all" : `all ${model.get("count_total")}`, current === null)];
     for (const [status, n] of Object.entries(counts)) {
-      nodes.push(chip(status, `${label(status)} ${n}${plus}`, status === current));
+      nodes.push(chip(status, `${label(status)} ${n}`, status === current));
     }
-    if (capped) nodes.push(h("span", { class: "dn-note", text: `counts of the newest ${model.get("count_total")} matches` }));
+    // The chip pressed stays visible even when none of the filter's runs has its status.
+    if (current && !(current in counts)) nodes.push(chip(current, `${label(current)} ${failed ? "" : 0}`.trim(), true));
+    if (failed) nodes.push(h("span", { class: "dn-note dn-xl-count-error", text: failed }));
     chips.replaceChildren(...nodes);
+  }
+
+  // The run's search attributes, one chip each: "CustomerId=abc" (text, never markup).
+  function attributeChips(attrs) {
+    return Object.entries(attrs || {}).map(([name, value]) =>
+      h("span", { class: "dn-sa", title: `${name} = ${value}`, text: `${name}=${value}` }));
   }
 
   function moveFocus(from, ev) {
@@ -118,7 +129,8 @@ function render({ model, el }) {
       h("span", { class: "dn-c", role: "cell", text: row.task_queue }),
       h("span", { class: "dn-c dn-off", role: "cell", text: row.started, title: row.closed ? `closed ${row.closed}` : "open" }),
       h("span", { class: "dn-c dn-dur", role: "cell", text: row.took }),
-      h("span", { class: "dn-c dn-att", role: "cell", text: row.history_length }));
+      h("span", { class: "dn-c dn-att", role: "cell", text: row.history_length }),
+      h("span", { class: "dn-c dn-xl-attrs", role: "cell" }, ...attributeChips(row.search_attributes)));
       const open = () => {
         model.set("selected", { id: row.id, run_id: row.run_id });
         model.save_changes();
@@ -154,7 +166,7 @@ function render({ model, el }) {
 
   const handlers = {
     query: renderQuery,
-    counts: renderCounts, counts_capped: renderCounts, count_total: renderCounts, applied_query: renderCounts,
+    counts: renderCounts, counts_error: renderCounts, count_total: renderCounts, status: renderCounts,
     rows: renderRows, selected: renderRows,
     error: renderState, live: renderState, has_previous: renderState, has_next: renderState, page: renderState,
   };

@@ -3,10 +3,18 @@
 // innerHTML: ids, payloads and failure messages are always text nodes), and only when
 // the data changed, so live refresh keeps focus.
 
+import {
+  STATUSES, attributeChips, countStatuses, renderStatusChips, suggestionList, withStatus,
+} from "./runs.js";
+
 const BASE = document.body.dataset.base || "./";
 const API = `${BASE}api/v1/`;
 const TOKEN = new URLSearchParams(location.search).get("token");
 const REFRESH_MS = 2000;
+// Counting by status reads the whole filter: during live refresh, at most every 5 s (as
+// the ExecutionList widget's COUNT_INTERVAL, widgets/execution_list.py); a new filter or
+// status chip counts at once. The rows never wait for a count.
+const COUNT_MS = 5000;
 const PAGE_SIZE = 50;
 const MAX_PAGE_SIZE = 1000;
 
@@ -239,6 +247,12 @@ const state = {
   // The route whose rows the list shows (they stay while the next page loads).
   listShown: null,
   infoFailed: false,
+  // The search attributes the filter box suggests ({name, type, custom}).
+  attributes: [],
+  // The last count by status: {query, status, at (ms), pending, result ({counts, error},
+  // null until the first count of this query is in)}; chipsKey: what the chips show.
+  counting: null,
+  chipsKey: "",
 };
 
 function parseRoute() {
@@ -250,9 +264,11 @@ function parseRoute() {
     return { view: "detail", id: decodeURIComponent(m[1]), runId: params.get("run_id") || "" };
   }
   const limit = Number.parseInt(params.get("limit") || "", 10);
+  const status = params.get("status") || "";
   return {
     view: "list",
     query: params.get("query") || "",
+    status: STATUSES.includes(status) ? status : "",
     limit: limit >= 1 && limit <= MAX_PAGE_SIZE ? limit : PAGE_SIZE,
     after: params.get("after") || "",
   };
@@ -276,9 +292,10 @@ export function detailHref(id, runId) {
   return `#/workflows/${encodeURIComponent(id)}${qs}`;
 }
 
-export function listHref(query, after = "", limit = PAGE_SIZE) {
+export function listHref(query, after = "", limit = PAGE_SIZE, status = "") {
   const params = new URLSearchParams();
   if (query) params.set("query", query);
+  if (status) params.set("status", status);
   if (limit !== PAGE_SIZE) params.set("limit", String(limit));
   if (after) params.set("after", after);
   const qs = params.toString();
@@ -303,7 +320,7 @@ export function pageNumber(stack, after) {
 }
 
 function updatePagerStack(next) {
-  const key = `${next.limit}\n${next.query}`;
+  const key = `${next.limit}\n${next.status}\n${next.query}`;
   const forward = Boolean(next.after) &&
     (next.after === state.pendingNext || next.after === state.nextToken);
   state.pageStack = nextPageStack(state.pageStack, {
@@ -337,19 +354,75 @@ function renderPager({ loading = false, failed = false } = {}) {
 }
 
 function listRouteKey(route) {
-  return JSON.stringify([route.query, route.limit, route.after]);
+  return JSON.stringify([route.query, route.status, route.limit, route.after]);
+}
+
+/** The names the filter box suggests: the system attributes and the custom ones. */
+async function loadAttributes() {
+  try {
+    state.attributes = suggestionList(await api("search-attributes"));
+  } catch {
+    // suggestions are a help: the list reports a server that does not answer
+  }
+}
+
+
+/** Counts the route's filter by status unless a count of it (and of its status chip) is
+ * on its way or less than COUNT_MS old; the chips are drawn when it is in. */
+function countIfDue(route) {
+  const { query, status } = route;
+  const last = state.counting;
+  const same = last && last.query === query && last.status === status;
+  if (same && (last.pending || Date.now() - last.at < COUNT_MS)) return;
+  // The counts of the same filter stay up (the chip pressed changes at once) until the
+  // new ones are in; those of another filter do not.
+  const counting = {
+    query, status, at: Date.now(), pending: true,
+    result: last && last.query === query ? last.result : null,
+  };
+  state.counting = counting;
+  countStatuses(api, query).then((result) => {
+    counting.pending = false;
+    counting.at = Date.now();
+    if (state.counting !== counting) return; // another filter or chip took over
+    counting.result = result;
+    drawChips();
+  });
+}
+
+/** The status chips of the list shown (a list that failed shows none), redrawn only when
+ * what they show changed (so a live refresh keeps the focus on a chip). */
+function drawChips() {
+  const route = state.route;
+  const counting = state.counting;
+  if (route.view !== "list" || state.listShown !== listRouteKey(route)) return;
+  if (!counting || counting.query !== route.query) return;
+  const { counts, error } = counting.result || { counts: null, error: "" };
+  const { query, status, limit } = route;
+  const key = JSON.stringify([query, status, limit, counts, error]);
+  if (key === state.chipsKey) return;
+  state.chipsKey = key;
+  renderStatusChips($("#status-chips"), {
+    counts, error, current: status, href: (s) => listHref(query, "", limit, s || ""),
+  });
 }
 
 async function refreshList() {
   const route = state.route;
-  const { query, limit, after } = route;
-  const data = await api("workflows", { params: { query, limit, page_token: after } });
+  const { query, status, limit, after } = route;
+  const listed = withStatus(query, status);
+  countIfDue(route); // not awaited: the rows are drawn as soon as they are in
+  const data = await api("workflows", { params: { query: listed, limit, page_token: after } });
   if (state.route !== route) return; // the user moved on while this page loaded
   $("#query").removeAttribute("aria-invalid");
   const key = JSON.stringify(data);
-  if (key === state.listKey) return;
+  if (key === state.listKey) {
+    drawChips();
+    return;
+  }
   state.listKey = key;
   state.listShown = listRouteKey(route);
+  drawChips();
   state.nextToken = data.next_page_token;
   const tbody = $("#executions tbody");
   const rows = data.executions.map((e) =>
@@ -360,10 +433,11 @@ async function refreshList() {
       el("td", {}, e.task_queue),
       timeCell(e.start_time),
       timeCell(e.close_time),
-      el("td", { class: "num" }, e.history_length)));
+      el("td", { class: "num" }, e.history_length),
+      el("td", { class: "attrs" }, attributeChips(e.search_attributes))));
   if (!rows.length) {
     rows.push(el("tr", { class: "empty" },
-      el("td", { colspan: 7 }, query ? "No executions match this filter."
+      el("td", { colspan: 8 }, listed ? "No executions match this filter."
         : "No executions in this database yet. Runs a notebook started are missing? " +
           "See “Not seeing your runs?” at the top.")));
   }
@@ -372,7 +446,7 @@ async function refreshList() {
   const where = number ? `page ${number}` : "a later page";
   $("#list-caption").textContent =
     `${data.executions.length} execution${data.executions.length === 1 ? "" : "s"}` +
-    `${query ? ` matching ${query}` : ""}, newest first (${where}` +
+    `${listed ? ` matching ${listed}` : ""}, newest first (${where}` +
     `${data.next_page_token ? ", more on the next page" : ", the last page"})`;
   renderPager();
 }
@@ -382,7 +456,7 @@ async function refreshList() {
  * the pager; a failed live refresh of the same page keeps its rows. */
 function listFailed(route, err) {
   const refused = err.status >= 400 && err.status < 500;
-  const badFilter = refused && Boolean(route.query);
+  const badFilter = refused && Boolean(route.query || route.status);
   if (badFilter) $("#query").setAttribute("aria-invalid", "true");
   else $("#query").removeAttribute("aria-invalid");
   showError(refused ? err.message : `Could not load: ${err.message}`);
@@ -393,9 +467,11 @@ function listFailed(route, err) {
   }
   state.listKey = "";
   state.listShown = null;
+  $("#status-chips").replaceChildren();
+  state.chipsKey = "";
   const why = badFilter ? "the filter could not be read" : "the list could not be loaded";
   $("#executions tbody").replaceChildren(el("tr", { class: "empty" },
-    el("td", { colspan: 7 }, badFilter
+    el("td", { colspan: 8 }, badFilter
       ? "No executions: correct the filter above, or clear it."
       : "No executions shown.")));
   $("#list-caption").textContent = `No executions: ${why}`;
@@ -709,26 +785,32 @@ function route() {
 }
 
 function init() {
+  // Before the form's submit: Enter on a suggestion highlighted with the arrow keys takes
+  // it; with none highlighted, Enter submits (suggest.js, a global).
+  attachSuggestions($("#query"), $("#query-combo"), () => state.attributes, { cls: "suggest" });
   $("#filter").addEventListener("submit", (ev) => {
     ev.preventDefault();
-    location.hash = listHref($("#query").value.trim(), "", state.route.limit ?? PAGE_SIZE);
+    loadAttributes(); // one registered meanwhile is suggested from now on
+    location.hash = listHref($("#query").value.trim(), "", state.route.limit ?? PAGE_SIZE,
+      state.route.status || "");
   });
   $("#clear-filter").addEventListener("click", () => {
     $("#query").value = "";
     location.hash = listHref("", "", state.route.limit ?? PAGE_SIZE);
   });
+  const here = (after) => listHref(state.route.query, after, state.route.limit, state.route.status);
   $("#first-page").addEventListener("click", () => {
-    location.hash = listHref(state.route.query, "", state.route.limit);
+    location.hash = here("");
   });
   $("#prev-page").addEventListener("click", () => {
     const stack = state.pageStack;
     if (!stack.length) return;
-    location.hash = listHref(state.route.query, stack[stack.length - 1], state.route.limit);
+    location.hash = here(stack[stack.length - 1]);
   });
   $("#next-page").addEventListener("click", () => {
     if (!state.nextToken) return;
     state.pendingNext = state.nextToken;
-    location.hash = listHref(state.route.query, state.nextToken, state.route.limit);
+    location.hash = here(state.nextToken);
   });
   for (const b of document.querySelectorAll(".tabs button")) {
     b.addEventListener("click", () => {
@@ -745,6 +827,7 @@ function init() {
   $("#terminate-run").addEventListener("click", () => act("terminate"));
   window.addEventListener("hashchange", route);
   loadInfo();
+  loadAttributes();
   setInterval(() => {
     if ($("#live").checked && document.visibilityState === "visible") refresh();
   }, REFRESH_MS);
