@@ -98,6 +98,7 @@ _SAID = {
     "COMMA": "','",
     "_ORDER": "ORDER BY",
     "_GROUP": "GROUP BY",
+    "$END": "the end of the filter",
     "_BY": "BY",
     "ASC": "ASC",
     "DESC": "DESC",
@@ -237,7 +238,10 @@ def _syntax_error(query: str, err: lark.UnexpectedInput) -> ListFilterError:
         column = len(query.rstrip()) + 1
     before = query[: column - 1].rstrip()
     after = f" after {_last_word(before)!r}" if before else " at the start"
-    expected = sorted({_SAID.get(t, t) for t in getattr(err, "expected", None) or ()})
+    # ``accepts`` (lark tries each terminal on a copy of the parser) is exact where
+    # ``expected`` is the LALR state's lookahead, which can hold terminals of merged states.
+    terminals = getattr(err, "accepts", None) or getattr(err, "expected", None) or ()
+    expected = sorted({_SAID.get(t, t) for t in terminals})
     wanted = _alternatives(expected) if expected else "something else"
     if isinstance(err, lark.UnexpectedCharacters):
         found = query[column - 1 : column]

@@ -21,7 +21,8 @@ from engine._service.clock import Clock
 from engine._service.host import ServiceHost
 from engine._service.service import Service
 from engine._store.namespaces import RUN_TABLES
-from engine.common import WorkflowIDReusePolicy
+from engine.client import WorkflowUpdateStage
+from engine.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from engine.exceptions import (
     InvalidArgumentError,
     NamespaceNotFoundError,
@@ -428,3 +429,107 @@ def test_the_operator_namespace_commands(db_url: str, capsys: pytest.CaptureFixt
     assert code == 2 and "Namespace nope is not found." in err
     code, _, err = run_cli(capsys, "operator", "namespace", "update", "orders", "--db", db_url)
     assert code == 2 and "nothing to update" in err
+
+
+@workflow.defn
+class Counter:
+    def __init__(self) -> None:
+        self.total = 0
+
+    @workflow.signal
+    def bump(self) -> None:
+        self.total += 1
+
+    @workflow.update
+    def add(self, n: int) -> int:
+        self.total += n
+        return self.total
+
+    @workflow.query
+    def value(self) -> int:
+        return self.total
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: False)
+
+
+async def test_every_other_entry_point_of_an_unknown_namespace_is_not_found(
+    client: Client, task_queue: str
+) -> None:
+    from engine.client import WithStartWorkflowOperation
+
+    elsewhere = Client(client.store, namespace="nope", clock=client.service.clock)
+    with pytest.raises(NamespaceNotFoundError):
+        await elsewhere.start_workflow(
+            Counter.run, id="c", task_queue=task_queue, start_signal="bump"
+        )
+    op = WithStartWorkflowOperation(
+        Counter.run,
+        id="c",
+        task_queue=task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+    with pytest.raises(NamespaceNotFoundError):
+        await elsewhere.start_update_with_start_workflow(
+            Counter.add, 1, start_workflow_operation=op, wait_for_stage=WorkflowUpdateStage.ACCEPTED
+        )
+    handle = elsewhere.get_workflow_handle("c")
+    for call in (
+        lambda: handle.query(Counter.value),
+        lambda: handle.execute_update(Counter.add, 1),
+        lambda: handle.cancel(),
+        lambda: handle.terminate(),
+        lambda: handle.fetch_history(),
+        lambda: elsewhere.get_async_activity_handle(
+            workflow_id="c", run_id=None, activity_id="1"
+        ).complete("x"),
+        lambda: elsewhere.get_async_activity_handle(
+            workflow_id="c", run_id=None, activity_id="1"
+        ).heartbeat(),
+    ):
+        with pytest.raises(NamespaceNotFoundError):
+            await call()
+    # None of it made the namespace.
+    with pytest.raises(NamespaceNotFoundError):
+        await client.service.describe_namespace("nope")
+
+
+async def test_the_sweep_racing_requests_and_timers_leaves_nothing_behind(
+    client: Client, db_url: str, task_queue: str
+) -> None:
+    """On PostgreSQL the sweep runs beside signals, terminations, descriptions and timers
+    on the same workflow ids: every request gets its ordinary answer (a closed or deleted
+    run is NOT_FOUND), none deadlocks, and no row of a deleted run survives."""
+    async with Worker(client, task_queue=task_queue, workflows=[Waits, Busy], activities=[shout]):
+        closed = []
+        for i in range(40):
+            handle = await client.start_workflow(Waits.run, id=f"gone-{i}", task_queue=task_queue)
+            await handle.terminate()
+            closed.append((await handle.describe()).run_id)
+        sleepers = [
+            await client.start_workflow(Busy.run, id=f"busy-{i}", task_queue=task_queue)
+            for i in range(5)
+        ]
+        later = Service(client.store, _Ahead(timedelta(days=8)))
+
+        async def sweep() -> int:
+            total = 0
+            while batch := await later.delete_expired_runs(limit=7):
+                total += batch
+            return total
+
+        async def poke(i: int) -> None:
+            handle = client.get_workflow_handle(f"gone-{i}")
+            for call in (handle.signal, handle.terminate, handle.describe, handle.cancel):
+                try:
+                    await (call("bump") if call == handle.signal else call())
+                except (WorkflowNotFoundError, RPCError) as err:
+                    assert err.status == RPCStatusCode.NOT_FOUND, err
+
+        results = await asyncio.gather(sweep(), *(poke(i) for i in range(40)))
+        assert results[0] == 40
+        for handle in sleepers:
+            await handle.terminate()
+    for run_id in closed[:5] + closed[-5:]:
+        assert sum(_rows_of(db_url, run_id).values()) == 0

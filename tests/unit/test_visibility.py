@@ -77,6 +77,13 @@ def test_quoting() -> None:
         ("a = 'x", "column 5 of the list filter: the string that starts here has no closing '"),
         ("a IN ()", "column 7 of the list filter: expected a value after '('"),
         ("a = 'x' b = 'y'", "column 9 of the list filter: expected"),
+        # What may follow exactly there, not the lookahead LALR merged from other places.
+        ("a IN ('x' 'y')", "column 11 of the list filter: expected ')' or ',' after \"('x'\""),
+        (
+            "a = 'x' 'y'",
+            "column 9 of the list filter: expected AND, GROUP BY, OR, ORDER BY or the end of "
+            "the filter after \"'x'\", not \"'y'\"",
+        ),
     ],
 )
 def test_syntax_errors_point_at_the_column(query: str, said: str) -> None:
