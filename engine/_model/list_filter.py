@@ -98,7 +98,6 @@ _SAID = {
     "COMMA": "','",
     "_ORDER": "ORDER BY",
     "_GROUP": "GROUP BY",
-    "$END": "the end of the filter",
     "_BY": "BY",
     "ASC": "ASC",
     "DESC": "DESC",
