@@ -19,6 +19,12 @@ reading one page, ``count_workflows``), after one untimed call:
 - ``count_grouped``: ``count_workflows("GROUP BY ExecutionStatus")`` over every run;
 - ``count_selective``: ``count_workflows("Region = 'eu' AND Amount > 500")``.
 
+Then the retention sweep: every closed run is given 11 history events, and a service
+whose clock is 8 days ahead deletes everything past the default namespace's week
+(``delete_expired_runs``, a batch of at most 200 runs per transaction) until nothing is
+left: ``V_sweep_rate`` is runs deleted per second, ``V_sweep_batch`` the median and
+longest time of one batch (how long it holds SQLite's writer, or the runs' row locks).
+
 Lines are printed in the peers' format: ``peer=durable-sqlite workload=V_selective
 value=.. unit=ms median=.. min=.. max=.. runs=..``.
 """
@@ -42,6 +48,8 @@ import sqlalchemy as sa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine import Client
+from engine._service.clock import Clock
+from engine._service.service import Service
 from engine._service.visibility import text_column_value
 from engine._store.schema import OPEN_CLOSE_ORDER
 
@@ -194,7 +202,61 @@ async def measure(url: str, runs: int, reps: int, peer: str) -> None:
             f"runs={','.join(f'{t:.2f}' for t in times)}",
             flush=True,
         )
+    await sweep(url, client, peer)
     await client.close()
+
+
+class _Ahead(Clock):
+    def now(self) -> float:
+        return time.time() + 8 * 86400
+
+
+async def sweep(url: str, client: Client, peer: str) -> None:
+    """Give each closed run a history, then time the retention sweep deleting them all."""
+    engine = sa.create_engine(url)
+    t0 = time.perf_counter()
+    with engine.begin() as conn:
+        closed = conn.execute(
+            sa.text("SELECT run_id, start_time FROM dn_executions WHERE status <> 1")
+        ).all()
+        insert = sa.text(
+            "INSERT INTO dn_history_events (run_id, event_id, event_time, event_type, "
+            "attributes) VALUES (:r, :e, :t, :y, :a)"
+        )
+        rows = [
+            {"r": r.run_id, "e": e, "t": r.start_time, "y": "ActivityTaskCompleted", "a": "{}"}
+            for r in closed
+            for e in range(1, 12)
+        ]
+        for start in range(0, len(rows), 20_000):
+            conn.execute(insert, rows[start : start + 20_000])
+    engine.dispose()
+    print(
+        f"# {peer}: {len(rows):,} history events written in {time.perf_counter() - t0:.1f} s",
+        flush=True,
+    )
+    later = Service(client.store, _Ahead())
+    batches, deleted = [], 0
+    began = time.perf_counter()
+    while True:
+        start = time.perf_counter()
+        n = await later.delete_expired_runs()
+        if not n:
+            break
+        batches.append((time.perf_counter() - start) * 1000)
+        deleted += n
+    took = time.perf_counter() - began
+    rate = deleted / took
+    print(
+        f"peer={peer} workload=V_sweep_rate value={rate:.0f} unit=runs/s deleted={deleted} "
+        f"seconds={took:.1f}",
+        flush=True,
+    )
+    print(
+        f"peer={peer} workload=V_sweep_batch value={statistics.median(batches):.1f} unit=ms "
+        f"median={statistics.median(batches):.1f} max={max(batches):.1f} batches={len(batches)}",
+        flush=True,
+    )
 
 
 def main() -> None:
