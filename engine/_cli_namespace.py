@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from ._service.namespaces import NEW_NAMESPACE_RETENTION_SECONDS, NamespaceRecord
@@ -105,20 +104,6 @@ def _days(seconds: float) -> str:
     return f"{days:g} days" if days != 1 else "1 day"
 
 
-def _as_json(record: NamespaceRecord) -> dict[str, Any]:
-    return {
-        "name": record.name,
-        "id": record.id,
-        "state": "Registered",
-        "retention_seconds": record.retention_seconds,
-        "description": record.description,
-        "owner_email": record.owner_email,
-        "data": record.data,
-        "created": datetime.fromtimestamp(record.created_at, UTC).isoformat(),
-        "updated": datetime.fromtimestamp(record.updated_at, UTC).isoformat(),
-    }
-
-
 def _print(record: NamespaceRecord) -> None:
     print(f"Name         {record.name}")
     print(f"Id           {record.id}")
@@ -151,7 +136,7 @@ def _cmd_describe(args: argparse.Namespace) -> int:
     name = _name(args)
     record = _run(args, lambda c: c.service.describe_namespace(name))
     if args.output == "json":
-        print(json.dumps(_as_json(record), indent=2))
+        print(json.dumps(record.as_json(), indent=2))
     else:
         _print(record)
     return 0
@@ -187,7 +172,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     records = _run(args, every)
     if args.output == "json":
-        print(json.dumps([_as_json(r) for r in records], indent=2))
+        print(json.dumps([r.as_json() for r in records], indent=2))
         return 0
     width = max([len(r.name) for r in records] + [9])
     print(f"{'NAMESPACE':<{width}}  RETENTION  DESCRIPTION")

@@ -17,6 +17,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from .._model.limits import check_namespace, check_text
@@ -68,6 +69,21 @@ class NamespaceRecord:
     data: dict[str, str] = field(default_factory=dict)
     created_at: float = 0.0
     updated_at: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        """The namespace as the CLI's ``-o json`` and the REST API show it (times ISO
+        8601 in UTC)."""
+        return {
+            "name": self.name,
+            "id": self.id,
+            "state": "Registered",
+            "retention_seconds": self.retention_seconds,
+            "description": self.description,
+            "owner_email": self.owner_email,
+            "data": dict(self.data),
+            "created": datetime.fromtimestamp(self.created_at, UTC).isoformat(),
+            "updated": datetime.fromtimestamp(self.updated_at, UTC).isoformat(),
+        }
 
 
 def _record(row: Any) -> NamespaceRecord:

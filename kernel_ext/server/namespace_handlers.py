@@ -8,7 +8,6 @@ endpoint takes ``?namespace=`` to act in a namespace other than ``default``.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -21,18 +20,8 @@ CREATE_RETENTION_SECONDS = 3 * 86400
 
 
 def namespace_json(record: Any) -> dict[str, Any]:
-    """A namespace as the REST API shows it."""
-    return {
-        "name": record.name,
-        "id": record.id,
-        "state": "Registered",
-        "retention_seconds": record.retention_seconds,
-        "description": record.description,
-        "owner_email": record.owner_email,
-        "data": dict(record.data),
-        "created": datetime.fromtimestamp(record.created_at, UTC).isoformat(),
-        "updated": datetime.fromtimestamp(record.updated_at, UTC).isoformat(),
-    }
+    """A namespace as the REST API shows it (the record's own JSON form)."""
+    return dict(record.as_json())
 
 
 def _fields(data: dict[str, Any], *, name_required: bool) -> dict[str, Any]:

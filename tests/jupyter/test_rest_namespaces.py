@@ -5,14 +5,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from tornado.httpclient import HTTPClientError
-
 from engine import Client, workflow
-from tests.conftest import _fresh_pg_schema
+
+from .rest import both_backends
+from .rest import request_json as _request
+
+db_url = both_backends  # every test here runs on SQLite and PostgreSQL
 
 
 @workflow.defn
@@ -20,25 +20,6 @@ class Idle:
     @workflow.run
     async def run(self) -> None:
         await workflow.wait_condition(lambda: False)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[str]:
-    """The extension's database, on each backend."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store' / 'durable.db'}"
-    else:
-        yield from _fresh_pg_schema()
-
-
-async def _request(jp_fetch: Any, *parts: str, **kwargs: Any) -> tuple[int, Any]:
-    """(status, decoded JSON) without raising on 4xx/5xx."""
-    try:
-        response = await jp_fetch("durable", "api", "v1", *parts, **kwargs)
-    except HTTPClientError as err:
-        assert err.response is not None
-        return err.code, json.loads(err.response.body)
-    return response.code, json.loads(response.body)
 
 
 def _post(body: Any) -> dict[str, Any]:

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from tornado.httpclient import HTTPClientError, HTTPResponse
 
 from engine import Client, workflow
-from tests.conftest import _fresh_pg_schema
+
+from .rest import both_backends
+
+db_url = both_backends  # every test here runs on SQLite and PostgreSQL
 
 #: Ids that a careless router would confuse with each other or with another endpoint.
 TRICKY_IDS = ["a", "b", "a/b", "..", ".", "a%2Fb", "%2F", "x/../a", "a/history", " a", "?a#b"]
@@ -24,15 +25,6 @@ class Idle:
     @workflow.run
     async def run(self) -> None:
         await workflow.wait_condition(lambda: False)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[str]:
-    """The extension's database, on each backend."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store' / 'durable.db'}"
-    else:
-        yield from _fresh_pg_schema()
 
 
 def _segment(workflow_id: str) -> str:

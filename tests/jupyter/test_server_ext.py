@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tornado.httpclient import HTTPClientError
 
 from engine import (
     ApplicationError,
@@ -25,6 +24,8 @@ from engine import (
 from kernel_ext.server.app import backend_of, redact_url, resolve_url
 from tests.codecs import WrapCodec
 from widgets.models import HistoryModel, axis_ticks, timeline
+
+from .rest import request_json as _request
 
 TASK_QUEUE = "jupyter-tests"
 
@@ -78,16 +79,6 @@ class Sleeper:
 
 def _json(response: Any) -> Any:
     return json.loads(response.body)
-
-
-async def _request(jp_fetch: Any, *parts: str, **kwargs: Any) -> tuple[int, Any]:
-    """(status, decoded JSON) without raising on 4xx/5xx."""
-    try:
-        response = await jp_fetch("durable", "api", "v1", *parts, **kwargs)
-    except HTTPClientError as err:
-        assert err.response is not None
-        return err.code, json.loads(err.response.body)
-    return response.code, _json(response)
 
 
 async def _post(jp_fetch: Any, *parts: str, body: Any) -> tuple[int, Any]:
