@@ -249,9 +249,45 @@ def _syntax_error(query: str, err: lark.UnexpectedInput) -> ListFilterError:
         if found == "`":
             return ListFilterError("the backquoted name that starts here has no closing `", column)
         return ListFilterError(f"{found!r} cannot stand here{after}", column)
+    keyword = _keyword_read_as_a_name(query, before, terminals)
+    if keyword is not None:
+        word, at = keyword
+        return ListFilterError(
+            f"expected an attribute name, not the keyword {word} (an attribute of that "
+            f"name is written `{word}`)",
+            at,
+        )
     if at_end:
         return ListFilterError(f"the filter ends too soon: expected {wanted}{after}", column)
     return ListFilterError(f"expected {wanted}{after}, not {str(token)[:40]!r}", column)
+
+
+#: Words of the language: where no keyword may stand, the lexer reads one as a name.
+_KEYWORDS = {
+    "AND",
+    "OR",
+    "NOT",
+    "IN",
+    "BETWEEN",
+    "STARTS_WITH",
+    "IS",
+    "NULL",
+    "ORDER",
+    "GROUP",
+    "BY",
+}
+
+
+def _keyword_read_as_a_name(query: str, before: str, terminals: Any) -> tuple[str, int] | None:
+    """``WorkflowId = 'a' AND OR ...``: the parser took OR for an attribute name and then
+    wanted an operator after it. Say so at the keyword (its word and 1-based column)."""
+    words = before.split()
+    if not words or "OP" not in set(terminals):
+        return None
+    word = words[-1]
+    if word.upper() not in _KEYWORDS:
+        return None
+    return word.upper(), len(before) - len(word) + 1
 
 
 def _last_word(text: str) -> str:

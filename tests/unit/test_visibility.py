@@ -77,6 +77,10 @@ def test_quoting() -> None:
         ("a = 'x", "column 5 of the list filter: the string that starts here has no closing '"),
         ("a IN ()", "column 7 of the list filter: expected a value after '('"),
         ("a = 'x' b = 'y'", "column 9 of the list filter: expected"),
+        (
+            "Region = 'eu' AND OR",
+            "column 19 of the list filter: expected an attribute name, not the keyword OR",
+        ),
         # What may follow exactly there, not the lookahead LALR merged from other places.
         ("a IN ('x' 'y')", "column 11 of the list filter: expected ')' or ',' after \"('x'\""),
         (
