@@ -482,6 +482,15 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps, Names
         return _read_history(tx, run_id, first_event_id, last_event_id)
 
     @operation(read=True)
+    def query_history(self, tx: StoreTx, run_id: str) -> tuple[list[HistoryEvent], bool]:
+        """The history a query replays, and whether a workflow task of the run is running
+        now: its answer then waits for the task, as Temporal's server holds a query back
+        while a task is in flight (a signal that came in meanwhile is buffered, not yet in
+        the history, and the query must see it)."""
+        wft = tx.get_workflow_task(run_id)
+        return _read_history(tx, run_id), wft is not None and wft.state == WFT_STARTED
+
+    @operation(read=True)
     def run_history(
         self, tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None
     ) -> tuple[Row, list[HistoryEvent]]:

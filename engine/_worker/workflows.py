@@ -56,6 +56,9 @@ log = logging.getLogger("engine.worker")
 SLOW_ACTIVATION_SECONDS = 0.5
 CAUSE_NDE = "WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR"
 CAUSE_UNHANDLED = "WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE"
+#: How long a query waits for a running workflow task of its run before it is answered
+#: from the history as it is (Temporal holds a query back until the task completes).
+QUERY_WAIT_FOR_TASK = 10.0
 
 
 @dataclass
@@ -196,7 +199,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             )
         else:
             try:
-                events = await self.service.history(query.run_id)
+                events = await self._history_for_query(query.run_id)
                 fut = asyncio.get_running_loop().run_in_executor(
                     self._pool,
                     answer_query,
@@ -218,6 +221,19 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             await self.service.answer_query(query.query_id, answer, failure)
         except StoreError as err:
             log.warning("could not store the answer to a query: %s", err)
+
+    async def _history_for_query(self, run_id: str) -> list[Any]:
+        """The run's history once no workflow task of it is running (waiting at most
+        :data:`QUERY_WAIT_FOR_TASK` seconds: a task stuck longer is answered around)."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + QUERY_WAIT_FOR_TASK
+        pause = 0.002
+        while True:
+            events, task_running = await self.service.query_history(run_id)
+            if not task_running or loop.time() >= give_up:
+                return list(events)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
     # -- hand-offs (see engine._service.handoff) ---------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from datetime import timedelta
 
@@ -211,3 +212,37 @@ async def test_built_in_queries_say_where_the_run_waits(client: Client, task_que
         {"name": "approve", "description": "A manager says yes"}
     ]
     assert metadata["currentDetails"] == "waiting for a manager"
+
+
+@workflow.defn
+class SlowFirstTask:
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    @workflow.signal
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    @workflow.query
+    def seen(self) -> list[str]:
+        return self.notes
+
+    @workflow.run
+    async def run(self) -> None:
+        time.sleep(0.4)  # the first workflow task is still running when the signal comes
+        await workflow.wait_condition(lambda: False)
+
+
+async def test_a_query_after_a_signal_sees_it_even_while_a_task_runs(
+    client: Client, task_queue: str
+) -> None:
+    """A signal that arrives while a workflow task is running waits outside the history
+    until the task ends; a query asked then waits for that task, as Temporal's server holds
+    it back, so it sees the signal (read after write)."""
+    async with Worker(client, task_queue=task_queue, workflows=[SlowFirstTask]):
+        handle = await client.start_workflow(
+            SlowFirstTask.run, id="slow-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await handle.signal(SlowFirstTask.note, "hello")
+        assert await handle.query(SlowFirstTask.seen) == ["hello"]
+        await handle.terminate()
