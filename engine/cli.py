@@ -2,9 +2,10 @@
 histories.
 
 Every command takes ``--db URL`` (default: as ``Client.connect()``: ``DURABLE_DATABASE_URL``
-or ``./.durable/durable.db``)::
+or ``./.durable/durable.db``) and ``--namespace NS`` (default ``default``)::
 
     durable workflow list [--query Q] [--limit N] [--output table|json]
+    durable workflow count [--query Q] [--output text|json]
     durable workflow describe ID [--run-id R] [--output table|json]
     durable workflow show ID [--run-id R] [--output table|json]
     durable workflow start --type T --task-queue Q --workflow-id ID [--input JSON ...]
@@ -14,6 +15,8 @@ or ``./.durable/durable.db``)::
     durable workflow terminate ID [--reason R]
     durable history export ID [ID ...] --format json|csv|parquet [--output PATH]
     durable replay HISTORY.json [...] --workflows module:Class [...]
+    durable operator namespace create|describe|list|update [NAME] [--retention 72h ...]
+    durable operator search-attribute create|list|remove --name N [--type T]
 
 ``--output -`` writes to stdout; ``history export --format parquet`` without ``--output``
 writes ``ID.parquet`` in the current directory. A SQLite ``--db`` in a directory that does
