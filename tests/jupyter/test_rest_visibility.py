@@ -129,7 +129,7 @@ def test_list_takes_the_full_language_and_shows_attributes_decoded(
         )
         assert status == 400 and body["error"]["code"] == "invalid_argument"
         assert body["error"]["message"].startswith(
-            "column 25 of the list filter: the filter ends too soon"
+            "column 22 of the list filter: expected an attribute name, not the keyword AND"
         ), body
 
     run(go())
