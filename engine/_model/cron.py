@@ -16,10 +16,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 
 from ..exceptions import InvalidArgumentError
+from .durations import go_duration
 
 _EVERY = re.compile(r"@every\s+(\S+)")
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def _every(spec: str) -> float | None:
@@ -27,13 +26,8 @@ def _every(spec: str) -> float | None:
     match = _EVERY.fullmatch(spec)
     if match is None:
         return None
-    text, total, pos = match.group(1), 0.0, 0
-    for part in _DURATION_PART.finditer(text):
-        if part.start() != pos:
-            break
-        total += float(part.group(1)) * _UNITS[part.group(2)]
-        pos = part.end()
-    if pos != len(text) or total < 1.0:
+    total = go_duration(match.group(1))
+    if total is None or total < 1.0:
         raise InvalidArgumentError(
             f"cron_schedule {spec!r}: @every takes a duration of one second or more, such as "
             "'@every 30s' or '@every 1h30m'"

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 
 from ..exceptions import InvalidArgumentError
+from .durations import go_duration
 
 __all__ = [
     "Calendar",
@@ -306,20 +307,13 @@ _DESCRIPTORS = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def _duration(text: str, cron: str) -> float:
-    total, pos = 0.0, 0
-    for part in _DURATION.finditer(text):
-        if part.start() != pos:
-            break
-        total += float(part[1]) * _UNITS[part[2]]
-        pos = part.end()
-    if pos != len(text) or not text:
+    seconds = go_duration(text)
+    if seconds is None:
         raise ScheduleSpecError(f"invalid duration {text!r} in cron string {cron!r}")
-    return total
+    return seconds
 
 
 def calendar_from_cron(cron: str) -> tuple[str | None, Calendar | None, Interval | None]:

@@ -33,6 +33,7 @@ from datetime import datetime
 from typing import Any
 
 from .._model import list_filter as lf
+from .._model.durations import go_duration
 from .._model.limits import check_text, quote
 from .._model.list_filter import ListFilterError
 from ..common import SearchAttributeIndexedValueType as T
@@ -201,18 +202,6 @@ def compile_filter(
     return Compiled(where, writer.params, order, group)
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-
-
 def parse_go_duration(text: str) -> float | None:
     """Seconds in a Go duration (``1h30m``, ``250ms``, ``1.5s``) or ``HH:MM:SS``; None if
     it is neither."""
@@ -221,18 +210,8 @@ def parse_go_duration(text: str) -> float | None:
     if clock:
         return int(clock[1]) * 3600 + int(clock[2]) * 60 + float(clock[3])
     sign = -1.0 if text.startswith("-") else 1.0
-    body = text.lstrip("+-")
-    if body == "0":
-        return 0.0
-    total, pos = 0.0, 0
-    for match in _DURATION_PART.finditer(body):
-        if match.start() != pos:
-            return None
-        total += float(match[1]) * _DURATION_UNITS[match[2]]
-        pos = match.end()
-    if pos != len(body) or not body:
-        return None
-    return sign * total
+    seconds = go_duration(text.lstrip("+-"))
+    return None if seconds is None else sign * seconds
 
 
 def parse_datetime(text: str) -> float | None:
