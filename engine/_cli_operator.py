@@ -10,10 +10,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ._cli_namespace import add_namespace_commands
-from ._service.visibility import SYSTEM, type_name
+from ._service.visibility import SYSTEM, TYPE_NAMES, type_name
 from .client import Client
-
-TYPES = ["Keyword", "Text", "Int", "Double", "Bool", "Datetime", "KeywordList"]
 
 
 def add_operator_commands(
@@ -41,7 +39,7 @@ def add_operator_commands(
         "--type",
         action="append",
         required=True,
-        choices=TYPES,
+        choices=TYPE_NAMES,
         help="its type, one per --name (or one for all)",
     )
     p.add_argument("-n", dest="namespace", default=argparse.SUPPRESS, help="the namespace")

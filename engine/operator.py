@@ -42,13 +42,14 @@ from ._namespace_api import (
     WorkflowService,
 )
 from ._service.search_attributes import value_type_of
-from ._service.visibility import SYSTEM
+from ._service.visibility import SYSTEM, TYPE_NAMES, type_name
 from .service import within_rpc_timeout
 
 if TYPE_CHECKING:
     from .client import Client
 
 __all__ = [
+    "TYPE_NAMES",
     "AddSearchAttributesRequest",
     "DescribeNamespaceRequest",
     "DescribeNamespaceResponse",
@@ -69,6 +70,7 @@ __all__ = [
     "UpdateNamespaceRequest",
     "UpdateNamespaceResponse",
     "WorkflowService",
+    "type_name",
 ]
 
 

@@ -2,18 +2,18 @@
 box suggests, and a run's values as JSON and as text.
 
 Shared by :class:`widgets.ExecutionList` and the web UI's REST API (``kernel_ext``), which
-may use only what ``engine``'s public modules export: the type names are derived here from
-the engine's enums rather than read from its private visibility module.
+may use only what ``engine``'s public modules export (the type names come from
+``engine.operator``).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
 from engine import Client, WorkflowExecution
+from engine.operator import TYPE_NAMES, type_name
 
 __all__ = [
     "SUGGEST_SCRIPT",
@@ -25,22 +25,9 @@ __all__ = [
     "type_name",
 ]
 
-#: Temporal's names of the search attribute types, as ``IndexedValueType`` orders them.
-TYPE_NAMES = ("Text", "Keyword", "Int", "Double", "Bool", "Datetime", "KeywordList")
-
 #: The filter box's suggestions (a plain script: the widget's module has it in front, and
 #: the web UI loads it with a ``<script>`` tag).
 SUGGEST_SCRIPT = Path(__file__).parent / "static" / "suggest.js"
-
-
-def type_name(value_type: IntEnum) -> str:
-    """``INDEXED_VALUE_TYPE_KEYWORD_LIST`` (engine.operator's IndexedValueType) or
-    ``KEYWORD_LIST`` (engine.common's SearchAttributeIndexedValueType) → ``"KeywordList"``."""
-    words = value_type.name.removeprefix("INDEXED_VALUE_TYPE_").split("_")
-    name = "".join(w.capitalize() for w in words)
-    if name not in TYPE_NAMES:
-        raise ValueError(f"not a search attribute type: {value_type!r}")
-    return name
 
 
 async def catalogue(client: Client) -> dict[str, dict[str, str]]:

@@ -62,9 +62,15 @@ _TYPE_NAMES = {
 }
 
 
-def type_name(value_type: T) -> str:
-    """Temporal's name of a search attribute type: ``Keyword``, ``KeywordList``..."""
-    return _TYPE_NAMES[value_type]
+#: The type names, in IndexedValueType order.
+TYPE_NAMES = tuple(_TYPE_NAMES[t] for t in sorted(_TYPE_NAMES))
+
+
+def type_name(value_type: int) -> str:
+    """Temporal's name of a search attribute type (``Keyword``, ``KeywordList``...) for
+    either enum of them (``engine.common.SearchAttributeIndexedValueType`` or
+    ``engine.operator.IndexedValueType``) or its number."""
+    return _TYPE_NAMES[T(int(value_type))]
 
 
 @dataclass(frozen=True)
