@@ -568,3 +568,26 @@ def _as_failure(failure: Any) -> Failure | None:
     raise TypeError(
         f"failure must be Failure JSON (a mapping) or a Failure, got {type(failure).__name__}"
     )
+
+
+class RPCStatusCode(IntEnum):
+    """The status of a refused request: gRPC's codes, as ``temporalio.service.RPCStatusCode``
+    (this engine has no gRPC; the codes say the same things)."""
+
+    OK = 0
+    CANCELLED = 1
+    UNKNOWN = 2
+    INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
+    NOT_FOUND = 5
+    ALREADY_EXISTS = 6
+    PERMISSION_DENIED = 7
+    RESOURCE_EXHAUSTED = 8
+    FAILED_PRECONDITION = 9
+    ABORTED = 10
+    OUT_OF_RANGE = 11
+    UNIMPLEMENTED = 12
+    INTERNAL = 13
+    UNAVAILABLE = 14
+    DATA_LOSS = 15
+    UNAUTHENTICATED = 16

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from . import _schedule_api
 from ._async_activity import AsyncActivityHandle, AsyncActivityIDReference, async_activity_handle
 from ._client_updates import (
     WithStartWorkflowOperation,
@@ -34,6 +35,34 @@ from ._listing import (
 from ._model.cron import validate_cron
 from ._model.definitions import WorkflowDefinition
 from ._model.limits import check_enum, check_id, check_namespace, check_text
+from ._model.schedules import ScheduleOverlapPolicy
+from ._schedule_api import ScheduleAsyncIterator, ScheduleHandle
+from ._schedule_types import (
+    Schedule,
+    ScheduleAction,
+    ScheduleActionExecution,
+    ScheduleActionExecutionStartWorkflow,
+    ScheduleActionLogEntry,
+    ScheduleActionResult,
+    ScheduleActionStartWorkflow,
+    ScheduleBackfill,
+    ScheduleCalendarSpec,
+    ScheduleDescription,
+    ScheduleInfo,
+    ScheduleIntervalSpec,
+    ScheduleListAction,
+    ScheduleListActionStartWorkflow,
+    ScheduleListDescription,
+    ScheduleListInfo,
+    ScheduleListSchedule,
+    ScheduleListState,
+    SchedulePolicy,
+    ScheduleRange,
+    ScheduleSpec,
+    ScheduleState,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
+)
 from ._search_attributes import encode as encode_search_attributes
 from ._service.clock import Clock
 from ._service.host import ServiceHost
@@ -57,6 +86,8 @@ from .exceptions import (
     InvalidArgumentError,
     QueryRejectCondition,
     RPCTimeoutOrCancelledError,
+    ScheduleAlreadyRunningError,
+    ScheduleNotFoundError,
     WorkflowQueryFailedError,
     WorkflowQueryRejectedError,
     WorkflowUpdateFailedError,
@@ -77,6 +108,35 @@ __all__ = [
     "Client",
     "RPCTimeoutOrCancelledError",
     "RetryConfig",
+    "Schedule",
+    "ScheduleAction",
+    "ScheduleActionExecution",
+    "ScheduleActionExecutionStartWorkflow",
+    "ScheduleActionLogEntry",
+    "ScheduleActionResult",
+    "ScheduleActionStartWorkflow",
+    "ScheduleAlreadyRunningError",
+    "ScheduleAsyncIterator",
+    "ScheduleBackfill",
+    "ScheduleCalendarSpec",
+    "ScheduleDescription",
+    "ScheduleHandle",
+    "ScheduleInfo",
+    "ScheduleIntervalSpec",
+    "ScheduleListAction",
+    "ScheduleListActionStartWorkflow",
+    "ScheduleListDescription",
+    "ScheduleListInfo",
+    "ScheduleListSchedule",
+    "ScheduleListState",
+    "ScheduleNotFoundError",
+    "ScheduleOverlapPolicy",
+    "SchedulePolicy",
+    "ScheduleRange",
+    "ScheduleSpec",
+    "ScheduleState",
+    "ScheduleUpdate",
+    "ScheduleUpdateInput",
     "WithStartWorkflowOperation",
     "WorkflowExecution",
     "WorkflowExecutionAsyncIterator",
@@ -634,6 +694,55 @@ class Client:
         from ._namespace_api import WorkflowService
 
         return WorkflowService(self)
+
+    # -- schedules --------------------------------------------------------------------
+
+    async def create_schedule(
+        self,
+        id: str,
+        schedule: Schedule,
+        *,
+        trigger_immediately: bool = False,
+        backfill: Sequence[ScheduleBackfill] = [],
+        memo: Mapping[str, Any] | None = None,
+        search_attributes: TypedSearchAttributes | SearchAttributes | None = None,
+        rpc_metadata: Mapping[str, str | bytes] = {},
+        rpc_timeout: timedelta | None = None,
+    ) -> ScheduleHandle:
+        """Create a schedule and return its handle (:class:`ScheduleAlreadyRunningError`
+        if ``id`` is taken). The service's background duties take its actions, each once,
+        in the transaction that starts its run. A spec, policy or action it could not run
+        is refused naming the field, and nothing is created. ``trigger_immediately``: one
+        action now; ``backfill``: past periods' action times, as if they were now."""
+        return await _schedule_api.create_schedule(
+            self,
+            id,
+            schedule,
+            trigger_immediately=trigger_immediately,
+            backfill=backfill,
+            memo=memo,
+            search_attributes=search_attributes,
+            rpc_metadata=rpc_metadata,
+            rpc_timeout=rpc_timeout,
+        )
+
+    def get_schedule_handle(self, id: str) -> ScheduleHandle:
+        """A handle to the schedule ``id`` (nothing is looked up until a call)."""
+        return ScheduleHandle(self, id)
+
+    async def list_schedules(
+        self,
+        query: str | None = None,
+        *,
+        page_size: int = 1000,
+        next_page_token: bytes | None = None,
+        rpc_metadata: Mapping[str, str | bytes] = {},
+        rpc_timeout: timedelta | None = None,
+    ) -> ScheduleAsyncIterator:
+        """The namespace's schedules, by id, as ``async for`` pages. ``query``: a List
+        Filter over ``ScheduleId``, ``TemporalSchedulePaused``, ``WorkflowType`` and the
+        schedules' own custom search attributes (``TemporalSchedulePaused = true``)."""
+        return ScheduleAsyncIterator(self, query, page_size, next_page_token)
 
     def list_workflows(
         self,

@@ -24,12 +24,15 @@ DurableError (alias TemporalError)
 │   ├── WorkflowNotFoundError NOT_FOUND: no such run, or it is closed
 │   ├── NamespaceNotFoundError
 │   │                         NOT_FOUND: no such namespace (create it first)
+│   ├── ScheduleNotFoundError NOT_FOUND: no such schedule
 │   └── ActivityNotFoundError NOT_FOUND: no such activity attempt to complete or heartbeat
 │                             by token or id (it ended, timed out, or its run closed)
 ├── RPCTimeoutOrCancelledError
 │   │                         a call gave up waiting (its ``rpc_timeout``) or was cancelled
 │   └── WorkflowUpdateRPCTimeoutOrCancelledError
 │                             waiting for an update's stage gave up; the update goes on
+├── ScheduleAlreadyRunningError
+│                             ``create_schedule`` of an id the namespace has a schedule of
 ├── AsyncActivityCancelledError
 │                             an async-completed activity's heartbeat learned that it was
 │                             cancelled; ``.details`` says why
@@ -61,7 +64,6 @@ import asyncio
 import shlex
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from ._failure import (
@@ -69,6 +71,7 @@ from ._failure import (
     Failure,
     QueryRejectCondition,
     RetryState,
+    RPCStatusCode,
     TimeoutType,
     _as_failure,
 )
@@ -98,6 +101,8 @@ __all__ = [
     "RPCStatusCode",
     "RPCTimeoutOrCancelledError",
     "RetryState",
+    "ScheduleAlreadyRunningError",
+    "ScheduleNotFoundError",
     "SchemaVersionError",
     "ServerError",
     "StoreConflictError",
@@ -542,29 +547,6 @@ class NondeterminismError(DurableError):
         """The run id of the run being replayed."""
 
 
-class RPCStatusCode(IntEnum):
-    """The status of a refused request: gRPC's codes, as ``temporalio.service.RPCStatusCode``
-    (this engine has no gRPC; the codes say the same things)."""
-
-    OK = 0
-    CANCELLED = 1
-    UNKNOWN = 2
-    INVALID_ARGUMENT = 3
-    DEADLINE_EXCEEDED = 4
-    NOT_FOUND = 5
-    ALREADY_EXISTS = 6
-    PERMISSION_DENIED = 7
-    RESOURCE_EXHAUSTED = 8
-    FAILED_PRECONDITION = 9
-    ABORTED = 10
-    OUT_OF_RANGE = 11
-    UNIMPLEMENTED = 12
-    INTERNAL = 13
-    UNAVAILABLE = 14
-    DATA_LOSS = 15
-    UNAUTHENTICATED = 16
-
-
 class RPCError(DurableError):
     """The service refused a request (``temporalio.service.RPCError``): ``status`` says
     how, ``message`` why. Code written for Temporal that catches ``RPCError`` and looks at
@@ -654,6 +636,30 @@ class NamespaceNotFoundError(RPCError):
         )
         self.namespace = namespace
         """The namespace looked up."""
+
+
+class ScheduleNotFoundError(RPCError):
+    """No schedule of that id in the namespace (``status`` ``NOT_FOUND``)."""
+
+    def __init__(self, schedule_id: str, namespace: str = "default") -> None:
+        """Create the error for the missing schedule."""
+        super().__init__(
+            f"schedule {schedule_id!r} not found in namespace {namespace!r} "
+            "(durable schedule list shows the schedules there are)",
+            RPCStatusCode.NOT_FOUND,
+        )
+        self.schedule_id = schedule_id
+        """The id looked up."""
+
+
+class ScheduleAlreadyRunningError(DurableError):
+    """A schedule with this id exists in the namespace (``temporalio.client``'s)."""
+
+    def __init__(self, schedule_id: str = "") -> None:
+        """Create the error (Temporal's message)."""
+        super().__init__("Schedule already running")
+        self.schedule_id = schedule_id
+        """The id asked for."""
 
 
 class ActivityNotFoundError(RPCError):

@@ -292,7 +292,10 @@ class _TimeSkippingEnvironment(_OwnDatabaseEnvironment):
                 now = clock.now()
                 busy, next_at = await client.store.read(_sleep_state, now)
                 due = next_at is not None and next_at <= now
-                if due and await client.service.fire_due_timers():
+                if due and (
+                    await client.service.fire_due_timers()
+                    + await client.service.fire_due_schedules()
+                ):
                     pause = _IDLE_POLL[0]
                     continue  # what fired made work: wait for it before the next jump
                 if now >= end:

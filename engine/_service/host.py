@@ -71,6 +71,8 @@ class ServiceHost:
                 generation = notifier.generation(TIMERS_CHANNEL)
                 if await service.fire_due_timers():
                     continue
+                if await service.fire_due_schedules():
+                    continue
                 if clock.skipping and getattr(clock, "auto_skip", False):
                     # Give in-process workers a moment to pick up anything just committed.
                     await asyncio.sleep(0.002)

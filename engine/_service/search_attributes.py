@@ -47,6 +47,11 @@ COLUMNS: dict[T, list[str]] = {
 
 #: System attributes a run sets itself (patches list their ids in it).
 RUN_SETTABLE = {"TemporalChangeVersion": "change_version"}
+#: System attributes the scheduler sets on the runs a schedule starts (only those runs).
+SCHEDULER_SETTABLE = {
+    "TemporalScheduledById": (T.KEYWORD, "scheduled_by_id"),
+    "TemporalScheduledStartTime": (T.DATETIME, "scheduled_start_time"),
+}
 
 
 class BadSearchAttributesError(InvalidArgumentError):
@@ -138,7 +143,8 @@ def still_registered(tx: StoreTx, namespace: str, held: Mapping[str, Any]) -> Js
     """``held`` (a run's attributes JSON) without the names no longer registered: what a
     run carries to the next one (continue-as-new, retry, cron)."""
     known = registered(tx, namespace) if set(held) - set(RUN_SETTABLE) else {}
-    return {n: p for n, p in held.items() if n in known or n in RUN_SETTABLE}
+    kept = (*RUN_SETTABLE, *SCHEDULER_SETTABLE)  # the latter only a scheduled run holds
+    return {n: p for n, p in held.items() if n in known or n in kept}
 
 
 def registered(tx: StoreTx, namespace: str) -> dict[str, tuple[T, str]]:
@@ -151,12 +157,15 @@ def visibility_changes(
     namespace: str,
     fields: Mapping[str, Any],
     current: Mapping[str, Any] | None,
+    *,
+    scheduled: bool = False,
 ) -> tuple[dict[str, Any], JsonDict, JsonDict]:
     """The visibility columns ``fields`` (``indexedFields`` JSON: name -> payload; a null
     payload unsets) set, the run's attributes JSON after them (``current`` before), and
     ``fields`` as the history records them: each payload's ``type`` metadata set to the
     attribute's registered type, as Temporal's server sets it. Raises
-    :class:`BadSearchAttributesError` with Temporal's message."""
+    :class:`BadSearchAttributesError` with Temporal's message. ``scheduled``: the start
+    of a run by a schedule, which may set :data:`SCHEDULER_SETTABLE` too."""
     known = registered(tx, namespace) if set(fields) - set(RUN_SETTABLE) else {}
     _check_sizes(fields)
     columns: dict[str, Any] = {}
@@ -165,6 +174,8 @@ def visibility_changes(
     for name, payload in fields.items():
         if name in RUN_SETTABLE:
             kind, column = T.KEYWORD_LIST, RUN_SETTABLE[name]
+        elif scheduled and name in SCHEDULER_SETTABLE:
+            kind, column = SCHEDULER_SETTABLE[name]
         elif name in SYSTEM:
             raise BadSearchAttributesError(
                 f"Search attribute {name} is reserved by system: a run cannot set it"

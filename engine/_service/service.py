@@ -43,6 +43,7 @@ from .clock import Clock
 from .handoff import Handoffs, Reservation
 from .namespaces import NamespaceOps, not_found
 from .operation import operation
+from .schedules import ScheduleOps
 from .search_attributes import SearchAttributeOps, visibility_changes
 from .state import (
     RunState,
@@ -68,7 +69,9 @@ S = WorkflowExecutionStatus
 _dumps = compact_dumps()
 
 
-class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps, NamespaceOps):
+class Service(
+    WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps, NamespaceOps, ScheduleOps
+):
     """State transitions over one store. Any process may create one; all share the store."""
 
     def __init__(self, store: Store, clock: Clock | None = None) -> None:
@@ -188,6 +191,7 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps, Names
             root_workflow_id=req.root_workflow_id or req.workflow_id,
             root_run_id=req.root_run_id or run_id,
             execution_time=now + req.start_delay,
+            schedule_key=req.schedule_key,
         )
         rs = RunState(tx, SimpleNamespace(**values), now, new=True)
         attrs: JsonDict = {
@@ -230,7 +234,7 @@ class Service(WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps, Names
             attrs["memo"] = req.memo
         if req.search_attributes:
             columns, held, recorded = visibility_changes(
-                tx, req.namespace, req.search_attributes, None
+                tx, req.namespace, req.search_attributes, None, scheduled=bool(req.schedule_key)
             )
             rs.visibility.update(columns, search_attributes=_dumps(held) if held else None)
             attrs["searchAttributes"] = {"indexedFields": recorded}

@@ -473,6 +473,12 @@ class RunState:
             self._tell_parent(status, attrs)
             if self._open_children:
                 self._close_children()
+            schedule_key = column(self.row, "schedule_key")
+            if schedule_key and self.new_run_id is None:
+                # A run a schedule started closed: wake the schedule now (a buffered action
+                # may start, pause-on-failure may apply). A timer, not a change to the
+                # schedule's row: its passes lock that row first, then runs.
+                add_timer(self.tx, self.now, schedule_key, "schedule", 0, 1, self.now, None)
 
     def _visibility_at_close(self) -> dict[str, Any]:
         closed = float(self._changes["close_time"])

@@ -62,6 +62,9 @@ class StartWorkflowRequest:
     user_metadata: JsonDict | None = None
     #: Search attributes set at start: Temporal's ``indexedFields`` (name -> payload).
     search_attributes: dict[str, JsonDict] | None = None
+    #: Set for a run a schedule starts (and its successors): the schedule's key. The run
+    #: may carry the scheduler's search attributes, and its close wakes the schedule.
+    schedule_key: str | None = None
 
 
 @dataclass

@@ -698,6 +698,7 @@ class WorkflowTaskOps(ChildOps):
             # A child's successor keeps its root; a run without a parent is its own root.
             root_workflow_id=column(row, "root_workflow_id") if row.parent_run_id else None,
             root_run_id=column(row, "root_run_id") if row.parent_run_id else None,
+            schedule_key=column(row, "schedule_key"),
             **fields,
         )
         self._start_workflow(tx, req, rs.new_run_id)

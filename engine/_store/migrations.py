@@ -493,6 +493,41 @@ def _batches(rows: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield rows[start : start + size]
 
 
+_V14 = (
+    "ALTER TABLE dn_executions ADD COLUMN schedule_key VARCHAR(64)",
+    """CREATE TABLE dn_schedules (
+        namespace VARCHAR(255) NOT NULL,
+        schedule_id TEXT NOT NULL,
+        schedule_key VARCHAR(64) NOT NULL,
+        definition TEXT NOT NULL,
+        info TEXT NOT NULL,
+        memo TEXT,
+        search_attributes TEXT,
+        created_at {double} NOT NULL,
+        updated_at {double},
+        conflict_token INTEGER NOT NULL,
+        PRIMARY KEY (namespace, schedule_id)
+)""",
+    "CREATE UNIQUE INDEX dn_schedules_key ON dn_schedules (schedule_key)",
+    """CREATE TABLE dn_schedule_actions (
+        id {serial} NOT NULL,
+        namespace VARCHAR(255) NOT NULL,
+        schedule_id TEXT NOT NULL,
+        nominal_time {double} NOT NULL,
+        scheduled_time {double} NOT NULL,
+        decided_time {double} NOT NULL,
+        outcome VARCHAR(32) NOT NULL,
+        source VARCHAR(16) NOT NULL,
+        overlap SMALLINT NOT NULL,
+        workflow_id TEXT,
+        started_run_id VARCHAR(64),
+        detail TEXT,
+        PRIMARY KEY (id)
+)""",
+    "CREATE INDEX dn_schedule_actions_schedule ON dn_schedule_actions (namespace, schedule_id, id)",
+)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, history, task queues, timers, attempts", _V1),
     Migration(2, "child workflows: parent event ids and parent close policy", _V2),
@@ -527,6 +562,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "namespaces: id, description, owner email and data; the default namespace exists",
         _V13,
         _backfill_v13,
+    ),
+    Migration(
+        14,
+        "schedules, their action log, and the schedule that started a run",
+        _V14,
     ),
 )
 

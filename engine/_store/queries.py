@@ -43,7 +43,7 @@ _EXEC_COLS = (
     "history_size_bytes, workflow_task_timeout, run_timeout, execution_timeout, new_run_id, "
     "request_id, parent_initiated_event_id, parent_started_event_id, parent_close_policy, "
     "has_updates, cron_schedule, memo, root_workflow_id, root_run_id, execution_time, "
-    "cancel_requested"
+    "cancel_requested, schedule_key"
 )
 _WFT_COLS = (
     "run_id, namespace, task_queue, state, attempt, scheduled_event_id, scheduled_time, "
@@ -180,7 +180,12 @@ INSERT_TIMER = Q(
 GET_TIMER = Q(f"SELECT {_TIMER_COLS} FROM dn_timers WHERE id = :id")
 DELETE_TIMER = Q("DELETE FROM dn_timers WHERE id = :id")
 DELETE_TIMERS_OF_RUN = Q("DELETE FROM dn_timers WHERE run_id = :run_id")
-DUE_TIMERS = Q("SELECT id, run_id FROM dn_timers WHERE fire_at <= :now ORDER BY fire_at LIMIT :lim")
+#: Schedules' timers are not among them: each schedule is processed in its own transaction
+#: (``engine._service.schedules``), so one schedule's trouble never holds up the others.
+DUE_TIMERS = Q(
+    "SELECT id, run_id FROM dn_timers WHERE fire_at <= :now AND kind <> 'schedule' "
+    "ORDER BY fire_at LIMIT :lim"
+)
 NEXT_TIMER_AT = Q(
     "SELECT MIN(t) FROM (SELECT MIN(fire_at) AS t FROM dn_timers "
     f"UNION ALL SELECT MIN(timeout_at) AS t FROM dn_workflow_tasks WHERE state = {WFT_STARTED} "

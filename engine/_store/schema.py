@@ -13,7 +13,7 @@ from ..common import WorkflowExecutionStatus
 metadata = sa.MetaData()
 
 #: The schema version this code writes and understands.
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 schema_versions = sa.Table(
     "dn_schema_versions",
@@ -88,6 +88,9 @@ executions = sa.Table(
     # Migration 11: 1 once the run has been asked to cancel (NULL: never). Temporal's
     # IsCancelRequested: a second request, or one for a closed run, changes nothing.
     sa.Column("cancel_requested", sa.SmallInteger, nullable=True),
+    # Migration 14: the key of the schedule that started the run's chain (NULL: none): when
+    # the run closes, the schedule is woken (a timer of kind "schedule" under that key).
+    sa.Column("schedule_key", sa.String(64), nullable=True),
 )
 sa.Index(
     "dn_executions_open_workflow_id",
@@ -390,6 +393,52 @@ sa.Index(
     search_attributes.c.namespace,
     search_attributes.c.column_name,
     unique=True,
+)
+
+# Migration 14: schedules. One row per schedule: what it is (``definition``: spec, action,
+# policies and state, as JSON) and where it stands (``info``: counters, the buffered and
+# running actions, the last time processed, as JSON). ``schedule_key`` names the
+# schedule's timers in dn_timers (their ``run_id``).
+schedules = sa.Table(
+    "dn_schedules",
+    metadata,
+    sa.Column("namespace", sa.String(255), primary_key=True),
+    sa.Column("schedule_id", sa.Text, primary_key=True),
+    sa.Column("schedule_key", sa.String(64), nullable=False),
+    sa.Column("definition", sa.Text, nullable=False),
+    sa.Column("info", sa.Text, nullable=False),
+    sa.Column("memo", sa.Text, nullable=True),
+    sa.Column("search_attributes", sa.Text, nullable=True),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("updated_at", sa.Double, nullable=True),
+    sa.Column("conflict_token", sa.Integer, nullable=False),
+)
+sa.Index("dn_schedules_key", schedules.c.schedule_key, unique=True)
+
+# Every action time a schedule came to, and what became of it: started, skipped by the
+# overlap policy, missed (outside the catch-up window), and the rarer outcomes. The last
+# ACTION_LOG_KEPT rows of a schedule are kept.
+schedule_actions = sa.Table(
+    "dn_schedule_actions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("namespace", sa.String(255), nullable=False),
+    sa.Column("schedule_id", sa.Text, nullable=False),
+    sa.Column("nominal_time", sa.Double, nullable=False),
+    sa.Column("scheduled_time", sa.Double, nullable=False),
+    sa.Column("decided_time", sa.Double, nullable=False),
+    sa.Column("outcome", sa.String(32), nullable=False),
+    sa.Column("source", sa.String(16), nullable=False),
+    sa.Column("overlap", sa.SmallInteger, nullable=False),
+    sa.Column("workflow_id", sa.Text, nullable=True),
+    sa.Column("started_run_id", sa.String(64), nullable=True),
+    sa.Column("detail", sa.Text, nullable=True),
+)
+sa.Index(
+    "dn_schedule_actions_schedule",
+    schedule_actions.c.namespace,
+    schedule_actions.c.schedule_id,
+    schedule_actions.c.id,
 )
 
 # Constants shared by the store and the service: the numbers of the state columns. The

@@ -84,6 +84,7 @@ from .queries import (
     _insert,
     _update,
 )
+from .schedules import ScheduleQueries
 from .schema import EXEC_RUNNING, WFT_SCHEDULED
 from .visibility import VisibilityQueries
 
@@ -152,7 +153,7 @@ def column(row: Row, name: str, default: Any = None) -> Any:
         return default
 
 
-class StoreTx(NamespaceQueries, VisibilityQueries):
+class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
     """One open transaction. Methods run SQL on it; wake-up channels are collected.
 
     A read-only one (``read_only``, from ``Store.read``) sees one snapshot of what was

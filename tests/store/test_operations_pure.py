@@ -381,6 +381,57 @@ async def delete_closed_runs(svc: Service, clock: FrozenClock) -> Op:
     return lambda: svc.delete_closed_runs([*expired, "no-such-run"])
 
 
+def _definition(overlap: int = 1) -> dict[str, Any]:
+    return {
+        "spec": {"intervals": [{"every": 60.0, "offset": 0.0}]},
+        "action": {
+            "workflow_id": "sched-wf",
+            "workflow_type": "Flow",
+            "task_queue": QUEUE,
+            "input": [{"data": "MQ=="}],
+        },
+        "policies": {"overlap": overlap, "catchup_window": None, "pause_on_failure": False},
+        "state": {"note": "", "paused": False, "limited_actions": False, "remaining_actions": 0},
+    }
+
+
+async def create_schedule(svc: Service, clock: FrozenClock) -> Op:
+    return lambda: svc.create_schedule(
+        NS, "s1", _definition(), trigger_immediately=True, request_id="r1"
+    )
+
+
+async def patch_schedule_terminating(svc: Service, clock: FrozenClock) -> Op:
+    await svc.create_schedule(NS, "s1", _definition(5), trigger_immediately=True)
+    clock.t += 1
+    return lambda: svc.patch_schedule(NS, "s1", trigger=0, pause="hold", request_id="r2")
+
+
+async def update_schedule(svc: Service, clock: FrozenClock) -> Op:
+    await svc.create_schedule(NS, "s1", _definition())
+    clock.t += 150  # two action times pass: the update's pass takes them first
+    return lambda: svc.update_schedule(NS, "s1", _definition(6), request_id="r3")
+
+
+async def delete_schedule(svc: Service, clock: FrozenClock) -> Op:
+    await svc.create_schedule(NS, "s1", _definition(), trigger_immediately=True)
+    return lambda: svc.delete_schedule(NS, "s1")
+
+
+async def fire_schedule(svc: Service, clock: FrozenClock) -> Op:
+    await svc.create_schedule(NS, "s1", _definition(3), trigger_immediately=True)
+    clock.t += 200  # three action times while the triggered run is open: all buffered
+    [(timer_id, key)] = await svc.due_schedule_timers()
+    return lambda: svc.fire_schedule(timer_id, key)
+
+
+async def postpone_schedule(svc: Service, clock: FrozenClock) -> Op:
+    await svc.create_schedule(NS, "s1", _definition())
+    clock.t += 61
+    [(_, key)] = await svc.due_schedule_timers()
+    return lambda: svc.postpone_schedule(key, clock.t + 60)
+
+
 CASES: dict[str, list[Setup]] = {
     "start_workflow": [
         start_workflow,
@@ -420,6 +471,12 @@ CASES: dict[str, list[Setup]] = {
     "ensure_namespace": [ensure_namespace],
     "update_namespace": [update_namespace],
     "delete_closed_runs": [delete_closed_runs],
+    "create_schedule": [create_schedule],
+    "patch_schedule": [patch_schedule_terminating],
+    "update_schedule": [update_schedule],
+    "delete_schedule": [delete_schedule],
+    "fire_schedule": [fire_schedule],
+    "postpone_schedule": [postpone_schedule],
 }
 
 
