@@ -289,8 +289,7 @@ class _TimeSkippingEnvironment(_OwnDatabaseEnvironment):
         pause = _IDLE_POLL[0]
         with clock.sleeping_until(end):
             while True:
-                now = clock.now()
-                busy, next_at = await client.store.read(_sleep_state, now)
+                now, busy, next_at = await client.store.read(_sleep_state, clock)
                 due = next_at is not None and next_at <= now
                 if due and (
                     await client.service.fire_due_timers()
@@ -315,10 +314,16 @@ class _TimeSkippingEnvironment(_OwnDatabaseEnvironment):
             yield None
 
 
-def _sleep_state(tx: StoreTx, now: float) -> tuple[bool, float | None]:
-    """Whether a workflow or activity task is ready or running at ``now``, and when the
-    next timer is due: what the service's ``skip_to_next_timer`` looks at, in one snapshot."""
-    return tx.work_in_progress(now), tx.next_timer_at()
+def _sleep_state(tx: StoreTx, clock: SkippingClock) -> tuple[float, bool, float | None]:
+    """The time, whether a workflow or activity task is ready or running then, and when
+    the next timer is due: what the service's ``skip_to_next_timer`` looks at, in one
+    snapshot. The clock is read after the snapshot is taken (by the first read): a task
+    committed before it was made ready at an earlier time, so it counts as ready. Read
+    before, a task a host committed in between (ready a moment after the time read) would
+    look not yet due, and the clock would jump to the next timer over it."""
+    next_at = tx.next_timer_at()
+    now = clock.now()
+    return now, tx.work_in_progress(now), next_at
 
 
 def _open_private(url: str) -> Store:

@@ -275,10 +275,12 @@ class ActivityOps:
         tx.consistent_snapshot()
         if not getattr(self.clock, "auto_skip", False):
             return False  # nobody awaits a result any more: time runs normally
+        # The first read takes the snapshot (PostgreSQL); the clock is read after it, so
+        # a task committed before it, made ready at an earlier time, counts as ready.
+        next_at = tx.next_timer_at()
         now = self.clock.now()
         if tx.work_in_progress(now):
             return False
-        next_at = tx.next_timer_at()
         if next_at is None or next_at <= now:
             return False
         clock = self.clock
