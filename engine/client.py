@@ -301,7 +301,8 @@ class Client:
 
     def start_service(self) -> None:
         """Host the service's background duties in this process: fire durable timers,
-        time out tasks, schedule retries. Call from a running event loop.
+        time out tasks, schedule retries, take schedules' actions. Call from a running
+        event loop.
 
         Workers do this on their own; a process without workers that must keep timers
         firing (the Jupyter server) calls this. Several hosts on one database never fire a

@@ -1,9 +1,10 @@
-"""Hosting the service's background duties: firing timers, skipping time when idle, and
-deleting closed runs once their namespace's retention period is over.
+"""Hosting the service's background duties: firing timers, taking schedules' actions,
+skipping time when idle, and deleting closed runs once their namespace's retention period
+is over.
 
 Any process may run a :class:`ServiceHost` (the Jupyter server does, and so does every
 :class:`~engine.Worker` unless told not to); timers are claimed transactionally, so several
-hosts on one database never fire a timer twice.
+hosts on one database never fire a timer twice, nor take a schedule's action twice.
 """
 
 from __future__ import annotations
