@@ -28,6 +28,7 @@ from ._schedule_types import (
 from ._search_attributes import decode as decode_search_attributes
 from ._search_attributes import encode as encode_search_attributes
 from ._service.schedules import ScheduleRecord
+from ._service.visibility import SYSTEM as SYSTEM_ATTRIBUTES
 from .common import (
     SearchAttributes,
     TypedSearchAttributes,
@@ -43,6 +44,7 @@ from ._schedule_json import (
     _overlap,
     _payload_json,
     backfills_of,
+    check_new_state,
     definition_json,
     description_of,
     list_entry_of,
@@ -68,6 +70,7 @@ async def create_schedule(
     from ._model.limits import check_id
 
     check_id(id, "id (the schedule id)")
+    check_new_state(schedule)
     definition = definition_json(client, schedule)
     memo_json = {str(k): _payload_json(client, v) for k, v in (memo or {}).items()}
     own = encode_search_attributes(search_attributes) or None
@@ -264,15 +267,15 @@ class ScheduleHandle:
 
 # -- listing --------------------------------------------------------------------------------
 
-#: What a list_schedules query may name besides the schedule's custom attributes.
-_LIST_KEYS = {"ScheduleId", "TemporalSchedulePaused", "WorkflowType"}
+#: What a list_schedules query may name besides the schedule's custom attributes (the
+#: dev server refuses the other system attributes: "cannot filter on").
+_LIST_KEYS = {"ScheduleId", "TemporalSchedulePaused"}
 
 
 def _entry_values(rec: ScheduleRecord) -> dict[str, Any]:
     values: dict[str, Any] = {
         "ScheduleId": rec.schedule_id,
         "TemporalSchedulePaused": bool(rec.definition["state"].get("paused")),
-        "WorkflowType": rec.definition["action"]["workflow_type"],
     }
     for name, vals in decode_search_attributes(rec.search_attributes or {}).items():
         values[name] = vals if len(vals) != 1 else vals[0]
@@ -315,11 +318,14 @@ def _compare(a: Any, op: str, b: Any) -> bool:
 def _matches(expr: lf.Expr, values: Mapping[str, Any], known: set[str]) -> bool:
     def value_of(name: lf.Name) -> Any:
         if name.text not in known:
-            raise lf.ListFilterError(
-                f"{name.text} is not a search attribute of schedules (ScheduleId, "
-                "TemporalSchedulePaused, WorkflowType, or a custom one)",
-                name.column,
-            )
+            if name.text in SYSTEM_ATTRIBUTES:
+                raise lf.ListFilterError(
+                    f'invalid query filter for schedules: cannot filter on "{name.text}" '
+                    "(schedules are found by ScheduleId, TemporalSchedulePaused and their own "
+                    "custom search attributes)",
+                    name.column,
+                )
+            raise lf.ListFilterError(f"invalid search attribute: {name.text}", name.column)
         return values.get(name.text)
 
     if isinstance(expr, lf.And):

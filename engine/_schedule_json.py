@@ -217,11 +217,8 @@ def definition_json(client: Client, schedule: Schedule) -> JsonDict:
     policy = schedule.policy or SchedulePolicy()
     state = schedule.state or ScheduleState()
     window = _seconds(policy.catchup_window, "SchedulePolicy.catchup_window")
-    if state.remaining_actions and not state.limited_actions:
-        raise InvalidArgumentError(
-            "ScheduleState.remaining_actions is set but limited_actions is False: set "
-            "limited_actions=True for the remaining actions to count"
-        )
+    if window is not None and window < 0:
+        raise InvalidArgumentError("SchedulePolicy.catchup_window cannot be negative")
     if not isinstance(state.remaining_actions, int) or state.remaining_actions < 0:
         raise InvalidArgumentError("ScheduleState.remaining_actions must be a whole number >= 0")
     return {
@@ -239,6 +236,19 @@ def definition_json(client: Client, schedule: Schedule) -> JsonDict:
             "remaining_actions": int(state.remaining_actions),
         },
     }
+
+
+def check_new_state(schedule: Schedule) -> None:
+    """What ``temporalio``'s ``create_schedule`` checks of the state (its messages)."""
+    state = schedule.state or ScheduleState()
+    if state.limited_actions and not state.remaining_actions:
+        raise InvalidArgumentError(
+            "Must set limited actions to false if there are no remaining actions set"
+        )
+    if not state.limited_actions and state.remaining_actions:
+        raise InvalidArgumentError(
+            "Must set limited actions to true if there are remaining actions set"
+        )
 
 
 def backfills_of(backfills: Sequence[ScheduleBackfill]) -> tuple[Backfill, ...]:

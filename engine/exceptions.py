@@ -643,9 +643,9 @@ class ScheduleNotFoundError(RPCError):
 
     def __init__(self, schedule_id: str, namespace: str = "default") -> None:
         """Create the error for the missing schedule."""
-        super().__init__(
-            f"schedule {schedule_id!r} not found in namespace {namespace!r} "
-            "(durable schedule list shows the schedules there are)",
+        super().__init__(  # Temporal's words first (its schedules are workflows)
+            f"workflow not found for ID: temporal-sys-scheduler:{schedule_id} (no schedule "
+            f"{schedule_id!r} in namespace {namespace!r}: durable schedule list shows them)",
             RPCStatusCode.NOT_FOUND,
         )
         self.schedule_id = schedule_id

@@ -37,6 +37,8 @@ MIN_CATCHUP_WINDOW = 10.0
 #: How many upcoming action times and recent actions ``describe()`` shows (Temporal's).
 FUTURE_ACTION_COUNT = 10
 RECENT_ACTION_COUNT = 10
+#: How many upcoming action times a listed schedule shows (the dev server's).
+LISTED_FUTURE_ACTION_COUNT = 5
 
 #: The action log's outcomes (``dn_schedule_actions.outcome``).
 STARTED = "started"

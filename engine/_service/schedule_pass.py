@@ -426,8 +426,10 @@ class _Pass:
         nominal, actual = float(start["nominal"]), float(start["actual"])
         workflow_id = action_workflow_id(action["workflow_id"], nominal)
         attributes = dict(action.get("search_attributes") or {})
+        # The nominal time to the second, as the dev server sets it (a trigger's too).
         attributes["TemporalScheduledStartTime"] = _json_payload(
-            datetime.fromtimestamp(nominal, UTC).isoformat().replace("+00:00", "Z"), "Datetime"
+            datetime.fromtimestamp(math.floor(nominal), UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "Datetime",
         )
         attributes["TemporalScheduledById"] = _json_payload(self.schedule_id, "Keyword")
         sequential = self.resolve(start["overlap"]) != Overlap.ALLOW_ALL
@@ -457,9 +459,12 @@ class _Pass:
             self._log_start(M.START_FAILED, start, str(err), workflow_id=workflow_id)
             return
         info["num_actions"] += 1
-        info["running"].append(
-            {"workflow_id": workflow_id, "run_id": result.run_id, "first_run_id": result.run_id}
-        )
+        if sequential:
+            # Only these are waited for: an ALLOW_ALL start is not (running_actions on the
+            # dev server leaves them out, and they never hold back a later action).
+            info["running"].append(
+                {"workflow_id": workflow_id, "run_id": result.run_id, "first_run_id": result.run_id}
+            )
         info["recent"].append(
             {
                 "nominal": nominal,
@@ -571,7 +576,9 @@ class _Pass:
         return None if found is None else found[1]
 
 
-def _record(row: Row, tx: StoreTx | None = None) -> ScheduleRecord:
+def _record(
+    row: Row, tx: StoreTx | None = None, *, future: int = M.FUTURE_ACTION_COUNT
+) -> ScheduleRecord:
     definition = json_loads(row.definition)
     info = json_loads(row.info)
     rec = ScheduleRecord(
@@ -591,7 +598,7 @@ def _record(row: Row, tx: StoreTx | None = None) -> ScheduleRecord:
         rec.invalid_spec = str(err)
         return rec
     t = float(info["last_processed"])
-    for _ in range(M.FUTURE_ACTION_COUNT):
+    for _ in range(future):
         found = compiled.next_action(t, row.schedule_id)
         if found is None:
             break
@@ -620,6 +627,9 @@ def check_definition(definition: JsonDict) -> None:
     window = policies.get("catchup_window")
     if window is not None and not float(window) >= 0:
         raise InvalidArgumentError("SchedulePolicy.catchup_window cannot be negative")
+    # Kept as the server keeps it: describe shows a year when none was given, and 10 s for
+    # anything shorter (both as on the dev server).
+    policies["catchup_window"] = catchup_window(policies)
     overlap = int(policies.get("overlap") or 0)
     if overlap and overlap not in {int(p) for p in Overlap}:
         raise InvalidArgumentError(f"SchedulePolicy.overlap: {overlap} is not an overlap policy")

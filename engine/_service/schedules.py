@@ -231,7 +231,10 @@ class ScheduleOps:
         """A page of schedules (as :meth:`list_schedules`) and the names of the custom
         search attributes registered in the namespace (what a filter may name)."""
         self.require_namespace(tx, namespace)  # type: ignore[attr-defined]
-        records = [_record(row) for row in tx.list_schedules(namespace, after, limit)]
+        records = [
+            _record(row, future=M.LISTED_FUTURE_ACTION_COUNT)
+            for row in tx.list_schedules(namespace, after, limit)
+        ]
         return records, [r.name for r in tx.search_attributes(namespace)]
 
     @operation(read=True)

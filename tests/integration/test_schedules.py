@@ -231,6 +231,7 @@ async def test_scheduled_runs_carry_temporals_ids_and_search_attributes(db_url: 
             desc = await second.describe()
     attrs = desc.search_attributes
     assert attrs["TemporalScheduledById"] == ["s"]
+    # A run's workflow id and start time attribute are the nominal time, to the second.
     assert attrs["TemporalScheduledStartTime"] == [datetime.fromtimestamp(m1 + MINUTE, UTC)]
 
 
@@ -277,6 +278,7 @@ async def test_pause_trigger_backfill_and_update(db_url: str) -> None:
             handle = await client.create_schedule("s", _schedule(P.ALLOW_ALL, wf=Quick.run))
             await handle.pause()
             desc = await handle.describe()
+            assert desc.schedule.policy.catchup_window == timedelta(days=365)  # the default
             assert desc.schedule.state.paused
             assert desc.schedule.state.note == "Paused via Python SDK"
             assert desc.info.last_updated_at is None
@@ -422,7 +424,10 @@ async def test_bad_actions_and_duplicates_are_refused(db_url: str) -> None:
             ScheduleActionStartWorkflow(Quick.run, id="x", task_queue="")
         bad = _schedule(wf=Quick.run)
         bad.state = ScheduleState(remaining_actions=3)
-        with pytest.raises(InvalidArgumentError, match="limited_actions"):
+        with pytest.raises(InvalidArgumentError, match="Must set limited actions to true"):
+            await client.create_schedule("s", bad)
+        bad.state = ScheduleState(limited_actions=True, remaining_actions=0)
+        with pytest.raises(InvalidArgumentError, match="Must set limited actions to false"):
             await client.create_schedule("s", bad)
         assert [s.id async for s in await client.list_schedules()] == []
         await client.create_schedule("s", _schedule(wf=Quick.run))
@@ -442,11 +447,41 @@ async def test_list_schedules_with_a_filter(db_url: str) -> None:
         everything = [s async for s in await client.list_schedules()]
         paused = [s.id async for s in await client.list_schedules("TemporalSchedulePaused = true")]
         prefixed = [s.id async for s in await client.list_schedules("ScheduleId IN ('a', 'c')")]
-        with pytest.raises(InvalidArgumentError, match="NoSuchThing"):
+        with pytest.raises(InvalidArgumentError, match="invalid search attribute: NoSuchThing"):
             [s async for s in await client.list_schedules("NoSuchThing = 'x'")]
+        with pytest.raises(InvalidArgumentError, match='cannot filter on "WorkflowType"'):
+            [s async for s in await client.list_schedules("WorkflowType = 'Quick'")]
     assert [s.id for s in everything] == ["a", "b", "c"]
     assert everything[1].schedule is not None and everything[1].schedule.state.note == "hold"
     assert everything[0].schedule is not None
     assert everything[0].schedule.action.workflow == "Quick"  # type: ignore[attr-defined]
     assert paused == ["b"]
     assert prefixed == ["a", "c"]
+
+
+async def test_a_short_catch_up_window_is_kept_as_ten_seconds(db_url: str) -> None:
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        client = env.client
+        handle = await client.create_schedule(
+            "s", _schedule(wf=Quick.run, catchup_window=timedelta(seconds=1))
+        )
+        desc = await handle.describe()
+    assert desc.schedule.policy.catchup_window == timedelta(seconds=10)  # as the dev server
+
+
+async def test_a_trigger_names_its_run_by_the_second_it_came(db_url: str) -> None:
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        client = env.client
+        handle = await client.create_schedule("s", _schedule(P.ALLOW_ALL, wf=Quick.run))
+        client.clock.advance_to(math.ceil(client.clock.now()) + 0.001)  # type: ignore[attr-defined]
+        before = client.clock.now()  # both triggers come within this second
+        await handle.trigger()
+        await handle.trigger()  # the same second: the same workflow id, so it cannot start
+        desc = await handle.describe()
+        log = await handle.actions()
+    second = datetime.fromtimestamp(math.floor(before), UTC)
+    assert [e.outcome for e in log] == ["started", "start_failed"]
+    assert log[0].workflow_id == "job-" + second.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert "already" in (log[1].detail or "")
+    assert desc.info.num_actions == 1  # the dev server counts one too
+    assert desc.info.running_actions == []  # ALLOW_ALL starts are not waited for
