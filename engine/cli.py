@@ -17,6 +17,7 @@ or ``./.durable/durable.db``) and ``--namespace NS`` (default ``default``)::
     durable replay HISTORY.json [...] --workflows module:Class [...]
     durable operator namespace create|describe|list|update [NAME] [--retention 72h ...]
     durable operator search-attribute create|list|remove --name N [--type T]
+    durable schedule list|describe|create|trigger|pause|unpause|backfill|delete [-s ID ...]
 
 ``--output -`` writes to stdout; ``history export --format parquet`` without ``--output``
 writes ``ID.parquet`` in the current directory. A SQLite ``--db`` in a directory that does
@@ -48,6 +49,7 @@ from typing import Any, TypeVar
 
 from ._cli_db import add_db_commands
 from ._cli_operator import add_operator_commands
+from ._cli_schedule import add_schedule_commands
 from ._cli_visibility import add_visibility_commands
 from ._model.limits import check_text
 from .client import Client, WorkflowExecution, WorkflowExecutionDescription
@@ -744,6 +746,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_replay)
     add_db_commands(commands, common)
     add_operator_commands(commands, common)
+    add_schedule_commands(commands, common)
     return parser
 
 
