@@ -83,10 +83,27 @@ class ScheduleAction(ABC):  # noqa: B024 (temporalio's base class, with no metho
     """What a schedule does at its times: :class:`ScheduleActionStartWorkflow`."""
 
 
+@dataclass(init=False, eq=True)
 class ScheduleActionStartWorkflow(ScheduleAction):
     """Start a run of ``workflow`` (a ``@workflow.run`` method or a type name) with
     ``arg`` / ``args``; the options are ``Client.start_workflow``'s. Each run's workflow
     id is ``id`` followed by the action's time (``my-id-2026-12-02T09:00:00Z``)."""
+
+    workflow: str
+    args: Sequence[Any]
+    id: str
+    task_queue: str
+    execution_timeout: timedelta | None
+    run_timeout: timedelta | None
+    task_timeout: timedelta | None
+    retry_policy: RetryPolicy | None
+    memo: Mapping[str, Any] | None
+    typed_search_attributes: TypedSearchAttributes
+    untyped_search_attributes: SearchAttributes
+    static_summary: str | None
+    static_details: str | None
+    priority: Priority
+    headers: Mapping[str, Any] | None
 
     def __init__(
         self,
@@ -142,19 +159,6 @@ class ScheduleActionStartWorkflow(ScheduleAction):
         self.static_details = static_details
         self.headers = headers
         self.priority = priority
-
-    def __repr__(self) -> str:
-        """The action's fields, as a dataclass shows them."""
-        return (
-            f"ScheduleActionStartWorkflow(workflow={self.workflow!r}, args={self.args!r}, "
-            f"id={self.id!r}, task_queue={self.task_queue!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        """Equal when every field is."""
-        return isinstance(other, ScheduleActionStartWorkflow) and vars(self) == vars(other)
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass

@@ -45,6 +45,7 @@ ENGINE_CONSTRUCTED: dict[str, set[str]] = {
         "engine.client.WorkflowUpdateHandle",
     },
     "a namespace of functions, never instantiated": {"engine.workflow.unsafe"},
+    "made by list_schedules": {"engine.client.ScheduleAsyncIterator"},
 }
 
 #: Our functions whose ``**kwargs`` are passed on to another (its parameters count).
@@ -105,6 +106,9 @@ TO_BUILD_PARAMETERS: dict[str, set[str]] = {}
 
 #: In temporalio, left out here on purpose: reason -> ``module.Name.param`` keys.
 DELIBERATELY_ABSENT_PARAMETERS: dict[str, set[str]] = {
+    "protobuf messages (no gRPC here): a schedule action from a raw NewWorkflowExecutionInfo": {
+        "engine.client.ScheduleActionStartWorkflow.raw_info",
+    },
     "priority and fairness of task queues not built": {
         *_each(_START, ["priority"]),
         *_each(_ACTIVITY_STARTS, ["priority"]),
