@@ -1,4 +1,5 @@
-"""Histories, visibility listings and activity attempts as pandas DataFrames.
+"""Histories, visibility listings, activity attempts and schedules' action logs as pandas
+DataFrames.
 
 pandas (and pyarrow, for Parquet) are optional: install them with
 ``pip install durable-notebook[data]``. They are imported when a function needs them, so
@@ -21,6 +22,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
+from ._schedule_frames import SCHEDULE_ACTION_COLUMNS, schedule_actions_dataframe
 from .common import SearchAttributeIndexedValueType, WorkflowExecutionStatus
 
 if TYPE_CHECKING:
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ATTEMPT_OUTCOMES",
     "EVENT_CATEGORIES",
+    "SCHEDULE_ACTION_COLUMNS",
     "attempts_to_dataframe",
     "event_category",
     "executions_to_dataframe",
@@ -38,6 +41,7 @@ __all__ = [
     "history_to_dataframe",
     "list_workflows_dataframe",
     "payload_preview",
+    "schedule_actions_dataframe",
     "to_csv",
     "to_parquet",
 ]
