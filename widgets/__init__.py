@@ -4,6 +4,7 @@ execution lists and worker metrics (ipywidgets; anywidget for the custom views).
     from widgets import HistoryView, Timeline
     HistoryView(handle)        # the event history, growing while the run progresses
     Timeline(handle)           # lanes of activity attempts, timers, children, signals
+    ScheduleView(client, "id") # a schedule's action times: taken, skipped, missed, upcoming
 
 Each widget is built on a pure view model in :mod:`widgets.models`. Live widgets refresh
 from the store on a background thread that exists only while one of them is live.
@@ -27,16 +28,25 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .execution_list import ExecutionList
     from .history_view import HistoryView
+    from .schedule_view import ScheduleView
     from .stepper import ReplayStepper
     from .timeline import Timeline
     from .worker_monitor import WorkerMonitor
 
-__all__ = ["ExecutionList", "HistoryView", "ReplayStepper", "Timeline", "WorkerMonitor"]
+__all__ = [
+    "ExecutionList",
+    "HistoryView",
+    "ReplayStepper",
+    "ScheduleView",
+    "Timeline",
+    "WorkerMonitor",
+]
 
 _WHERE = {
     "ExecutionList": "execution_list",
     "HistoryView": "history_view",
     "ReplayStepper": "stepper",
+    "ScheduleView": "schedule_view",
     "Timeline": "timeline",
     "WorkerMonitor": "worker_monitor",
 }
