@@ -9,7 +9,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ._model.schedules import ScheduleOverlapPolicy
+from ._model.schedules import (
+    LISTED_RECENT_ACTION_COUNT,
+    RECENT_ACTION_COUNT,
+    ScheduleOverlapPolicy,
+)
 from ._schedule_types import (
     Schedule,
     ScheduleActionExecutionStartWorkflow,
@@ -388,14 +392,14 @@ def schedule_of(definition: JsonDict) -> Schedule:
     )
 
 
-def _recent(info: JsonDict) -> list[ScheduleActionResult]:
+def _recent(info: JsonDict, count: int = RECENT_ACTION_COUNT) -> list[ScheduleActionResult]:
     return [
         ScheduleActionResult(
             scheduled_at=_dt(r["scheduled"]),
             started_at=_dt(r["started"]),
             action=ScheduleActionExecutionStartWorkflow(r["workflow_id"], r["run_id"]),
         )
-        for r in info.get("recent", ())
+        for r in list(info.get("recent", ()))[-count:]
     ]
 
 
@@ -443,7 +447,7 @@ def list_entry_of(client: Client, rec: ScheduleRecord) -> ScheduleListDescriptio
             state=ScheduleListState(state.get("note") or None, bool(state.get("paused"))),
         ),
         info=ScheduleListInfo(
-            recent_actions=_recent(rec.info),
+            recent_actions=_recent(rec.info, LISTED_RECENT_ACTION_COUNT),
             next_action_times=[_dt(t) for t in rec.next_action_times],
         ),
         typed_search_attributes=decode_typed(own),

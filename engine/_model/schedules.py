@@ -39,6 +39,8 @@ FUTURE_ACTION_COUNT = 10
 RECENT_ACTION_COUNT = 10
 #: How many upcoming action times a listed schedule shows (the dev server's).
 LISTED_FUTURE_ACTION_COUNT = 5
+#: How many recent actions a listed schedule shows, at most (the dev server's).
+LISTED_RECENT_ACTION_COUNT = 5
 
 #: The action log's outcomes (``dn_schedule_actions.outcome``).
 STARTED = "started"

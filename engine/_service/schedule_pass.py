@@ -241,6 +241,8 @@ class _Pass:
         less when it stopped at :data:`TIMES_PER_PASS`)."""
         if self.compiled is None:
             return t2
+        if manual:  # a backfill takes the times at both ends (as the dev server does)
+            t1 = math.nextafter(t1, -math.inf)
         window = catchup_window(self.policies)
         source = "backfill" if manual else "spec"
         for _ in range(TIMES_PER_PASS):
@@ -533,11 +535,13 @@ class _Pass:
             and not self.state.get("paused")
         ):
             self.state["paused"] = True
+            # The dev server's notes, word for word.
             if status == S.FAILED:
                 message = (attrs.get("failure") or {}).get("message", "")
-                self.state["note"] = f"paused due to workflow failure ({message})"
+                note = f"paused due to workflow failure: {row.workflow_id}: {message}"
             else:
-                self.state["note"] = "paused due to workflow timeout"
+                note = f"paused due to workflow timeout: {row.workflow_id}"
+            self.state["note"] = note
             self.changed()
 
     # -- writing it -----------------------------------------------------------------------
@@ -598,6 +602,9 @@ def _record(
         rec.invalid_spec = str(err)
         return rec
     t = float(info["last_processed"])
+    state = definition["state"]
+    if state.get("limited_actions") and not int(state.get("remaining_actions") or 0):
+        future = 0  # none will be taken (the dev server lists none)
     for _ in range(future):
         found = compiled.next_action(t, row.schedule_id)
         if found is None:

@@ -250,7 +250,8 @@ async def test_pause_on_failure_pauses_with_the_failure_in_the_note(db_url: str)
             desc = await handle.describe()
             outcomes = await _outcomes(client, "s", m1)
     assert desc.schedule.state.paused
-    assert desc.schedule.state.note == "paused due to workflow failure (boom)"
+    first = _id(m1, 1)
+    assert desc.schedule.state.note == f"paused due to workflow failure: {first}: boom"
     assert desc.info.num_actions == 1  # the later times pass without an action
     assert [o for o, _ in outcomes] == ["started"]
 
@@ -267,6 +268,7 @@ async def test_limited_actions_run_out_and_triggers_still_start(db_url: str) -> 
             desc = await handle.describe()
             assert desc.info.num_actions == 2
             assert desc.schedule.state.remaining_actions == 0
+            assert desc.info.next_action_times == []  # none left to take
             await handle.trigger()
             assert (await handle.describe()).info.num_actions == 3
 
@@ -289,13 +291,13 @@ async def test_pause_trigger_backfill_and_update(db_url: str) -> None:
             assert (await handle.describe()).info.num_actions == 1  # paused: none taken
             await handle.unpause(note="back")
             assert (await handle.describe()).schedule.state.note == "back"
-            # A backfill of a past period: its times, start exclusive, end inclusive.
+            # A backfill of a past period: its times, both ends included (the dev server's).
             start = datetime.fromtimestamp(m1 - 10 * MINUTE, UTC)
             await handle.backfill(ScheduleBackfill(start, start + timedelta(minutes=3)))
             log = await handle.actions()
             backfilled = [e for e in log if e.source == "backfill"]
             assert [e.nominal_time for e in backfilled] == [
-                start + timedelta(minutes=k) for k in (1, 2, 3)
+                start + timedelta(minutes=k) for k in (0, 1, 2, 3)
             ]
             assert all(e.outcome == "started" for e in backfilled)
 
@@ -313,7 +315,7 @@ async def test_pause_trigger_backfill_and_update(db_url: str) -> None:
         for a, b in zip(desc.info.next_action_times, desc.info.next_action_times[1:], strict=False)
     }
     assert gaps == {300.0}
-    assert desc.info.num_actions == 4  # the trigger and the three backfilled
+    assert desc.info.num_actions == 5  # the trigger and the four backfilled
 
 
 async def test_a_year_of_a_daily_schedule_runs_in_seconds(db_url: str) -> None:
@@ -472,7 +474,9 @@ async def test_a_short_catch_up_window_is_kept_as_ten_seconds(db_url: str) -> No
 async def test_a_trigger_names_its_run_by_the_second_it_came(db_url: str) -> None:
     async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
         client = env.client
-        handle = await client.create_schedule("s", _schedule(P.ALLOW_ALL, wf=Quick.run))
+        sched = _schedule(P.ALLOW_ALL, wf=Quick.run)
+        sched.spec = ScheduleSpec()  # no times of its own: only the triggers
+        handle = await client.create_schedule("s", sched)
         client.clock.advance_to(math.ceil(client.clock.now()) + 0.001)  # type: ignore[attr-defined]
         before = client.clock.now()  # both triggers come within this second
         await handle.trigger()

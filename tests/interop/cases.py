@@ -45,6 +45,10 @@ ENGINE_API = SimpleNamespace(
     WithStartWorkflowOperation=engine.client.WithStartWorkflowOperation,
     WorkflowUpdateStage=engine.client.WorkflowUpdateStage,
     WorkflowIDConflictPolicy=engine.common.WorkflowIDConflictPolicy,
+    Schedule=engine.client.Schedule,
+    ScheduleActionStartWorkflow=engine.client.ScheduleActionStartWorkflow,
+    ScheduleSpec=engine.client.ScheduleSpec,
+    ScheduleState=engine.client.ScheduleState,
 )
 
 
@@ -63,6 +67,10 @@ def temporal_api() -> SimpleNamespace:
         WithStartWorkflowOperation=temporalio.client.WithStartWorkflowOperation,
         WorkflowUpdateStage=temporalio.client.WorkflowUpdateStage,
         WorkflowIDConflictPolicy=temporalio.common.WorkflowIDConflictPolicy,
+        Schedule=temporalio.client.Schedule,
+        ScheduleActionStartWorkflow=temporalio.client.ScheduleActionStartWorkflow,
+        ScheduleSpec=temporalio.client.ScheduleSpec,
+        ScheduleState=temporalio.client.ScheduleState,
     )
 
 
@@ -214,6 +222,32 @@ async def _two_cron_runs(
             raise AssertionError("the cron run never completed")
     await client.get_workflow_handle(workflow_id).terminate(reason="enough ticks")
     return client.get_workflow_handle(workflow_id, run_id=first.result_run_id)
+
+
+async def _by_a_schedule(
+    client: Any, wf: ModuleType, api: SimpleNamespace, task_queue: str, workflow_id: str
+) -> Any:
+    """A paused schedule with no times, triggered at its creation: the run it starts."""
+    schedule = await client.create_schedule(
+        workflow_id + "-schedule",
+        api.Schedule(
+            action=api.ScheduleActionStartWorkflow(
+                wf.HelloWF.run, "schedule", id=workflow_id, task_queue=task_queue
+            ),
+            spec=api.ScheduleSpec(),
+            state=api.ScheduleState(paused=True),
+        ),
+        trigger_immediately=True,
+    )
+    for _ in range(1000):
+        recent = (await schedule.describe()).info.recent_actions
+        if recent:
+            started = recent[0].action
+            return client.get_workflow_handle(
+                started.workflow_id, run_id=started.first_execution_run_id
+            )
+        await asyncio.sleep(0.01)
+    raise AssertionError("the schedule never started its run")
 
 
 async def _with_a_memo(
@@ -433,6 +467,14 @@ CASES: list[Case] = [
         result=["started for c-1", "tags ['gift', 'urgent']", "now for c-2", "tags None"],
     ),
     Case(
+        "scheduled_start",
+        code.HelloWF,
+        None,
+        "WorkflowExecutionCompleted",
+        start=_by_a_schedule,
+        result="Hello, schedule!",
+    ),
+    Case(
         "dynamic_signals",
         code.LateHandlersWF,
         4,
@@ -495,7 +537,7 @@ async def record(client: Client, case: Case) -> WorkflowHistory:
     if case.result is not None and result != case.result:
         raise AssertionError(f"{case.feature}: the run returned {result!r}, not {case.result!r}")
     first = client.get_workflow_handle(
-        workflow_id, run_id=handle.first_execution_run_id or handle.run_id
+        handle.id, run_id=handle.first_execution_run_id or handle.run_id
     )
     history = await first.fetch_history()
     closing = history.events[-1].event_type

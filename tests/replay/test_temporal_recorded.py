@@ -141,3 +141,37 @@ async def test_a_child_gets_its_memo_retry_policy_and_summary_as_on_temporal() -
         "maximumInterval": "100s",
         "maximumAttempts": 2,
     }
+
+
+async def test_a_scheduled_run_starts_as_on_temporal() -> None:
+    """The start event of a run a schedule started: the scheduler's identity, the schedule
+    search attributes with their type metadata, the time to the second, the id scheme."""
+    recorded = json.loads((TEMPORAL / "scheduled_start.json").read_text())
+    theirs = recorded["events"][0]["workflowExecutionStartedEventAttributes"]
+    ours_history = await _ours("scheduled_start")
+    ours = json.loads(ours_history.to_json())["events"][0][
+        "workflowExecutionStartedEventAttributes"
+    ]
+    # "priority": {} is on every start Temporal records; task priorities are not built here
+    # (tests/interop/test_api_signatures.py lists them).
+    assert set(ours) == set(theirs) - {"priority"}
+    assert set(ours["searchAttributes"]["indexedFields"]) == set(
+        theirs["searchAttributes"]["indexedFields"]
+    )
+    for name, payload in theirs["searchAttributes"]["indexedFields"].items():
+        assert ours["searchAttributes"]["indexedFields"][name]["metadata"] == payload["metadata"]
+
+    def start_time(attrs: dict) -> str:
+        field = attrs["searchAttributes"]["indexedFields"]["TemporalScheduledStartTime"]
+        return json.loads(base64.b64decode(field["data"]))
+
+    def by_id(attrs: dict) -> str:
+        field = attrs["searchAttributes"]["indexedFields"]["TemporalScheduledById"]
+        return json.loads(base64.b64decode(field["data"]))
+
+    for attrs in (theirs, ours):
+        stamp = start_time(attrs)
+        assert len(stamp) == len("2026-12-02T14:05:36Z") and stamp.endswith("Z")
+        assert attrs["workflowId"].endswith("-" + stamp)
+        assert attrs["identity"] == "temporal-scheduler-default-" + by_id(attrs)
+        assert by_id(attrs).endswith("-schedule")
