@@ -242,12 +242,24 @@ class ScheduleHandle:
             rpc_metadata,
         )
 
-    async def actions(self, *, after: int = 0, limit: int = 1000) -> list[ScheduleActionLogEntry]:
+    async def actions(
+        self,
+        *,
+        after: int = 0,
+        limit: int = 1000,
+        rpc_metadata: Mapping[str, str | bytes] = {},
+        rpc_timeout: timedelta | None = None,
+    ) -> list[ScheduleActionLogEntry]:
         """The schedule's action log, oldest first: every action time it came to and what
         became of it, skipped and missed ones included (this engine's; Temporal keeps
         counters only). ``after``: an entry's ``id``, to read on from there."""
         client = self._client
-        rows = await client.service.schedule_actions(client.namespace, self.id, after, limit)
+        rows = await self._call(
+            "the action log",
+            client.service.schedule_actions(client.namespace, self.id, after, limit),
+            rpc_timeout,
+            rpc_metadata,
+        )
         return [
             ScheduleActionLogEntry(
                 id=int(r["id"]),

@@ -778,4 +778,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # ``python -m engine.cli``: run the imported module's main, not this __main__ copy's,
+    # so the _cli_* modules' errors are the classes main() catches.
+    from engine.cli import main as _imported_main
+
+    sys.exit(_imported_main())
