@@ -267,6 +267,11 @@ class _Pass:
                 continue
             if self.can_take(manual, decrement=False):
                 self.add_start(nominal, actual, overlap, manual=manual, source=source)
+        if manual:  # all of a backfill in one transaction, or none of it
+            raise InvalidArgumentError(
+                f"a backfill takes at most {TIMES_PER_PASS} action times at once; this one "
+                "has more: split its period into shorter ones"
+            )
         self.more = True
         return t1
 

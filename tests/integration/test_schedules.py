@@ -489,3 +489,15 @@ async def test_a_trigger_names_its_run_by_the_second_it_came(db_url: str) -> Non
     assert "already" in (log[1].detail or "")
     assert desc.info.num_actions == 1  # the dev server counts one too
     assert desc.info.running_actions == []  # ALLOW_ALL starts are not waited for
+
+
+async def test_a_backfill_too_long_for_one_go_is_refused_whole(db_url: str) -> None:
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        client = env.client
+        handle = await client.create_schedule("s", _schedule(P.ALLOW_ALL, wf=Quick.run))
+        end = datetime.fromtimestamp(_first_action(client.clock.now()) - 3600, UTC)
+        with pytest.raises(InvalidArgumentError, match="at most 1000 action times"):
+            await handle.backfill(ScheduleBackfill(end - timedelta(days=1), end))
+        assert await handle.actions() == []  # nothing of it was taken
+        await handle.backfill(ScheduleBackfill(end - timedelta(minutes=2), end))
+        assert [e.outcome for e in await handle.actions()] == ["started"] * 3
