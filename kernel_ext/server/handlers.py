@@ -22,6 +22,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from engine import Client, WorkflowAlreadyStartedError
+from engine.client import ScheduleNotFoundError
 from engine.exceptions import (
     InvalidArgumentError,
     NamespaceNotFoundError,
@@ -233,8 +234,8 @@ class DurableAPIHandler(APIHandler):
         return handle
 
 
-#: Errors answered with 404: an unknown run, or an unknown namespace.
-_NOT_FOUND = WorkflowNotFoundError | NamespaceNotFoundError
+#: Errors answered with 404: an unknown run, schedule or namespace.
+_NOT_FOUND = WorkflowNotFoundError | ScheduleNotFoundError | NamespaceNotFoundError
 
 
 def _already_exists(exc: BaseException | None) -> bool:
@@ -592,6 +593,13 @@ def routes() -> list[tuple[str, Any, dict[str, Any]] | tuple[str, Any]]:
     by_path = [(rf"{api}/workflows/(?P<workflow_id>[^/]+){sub}/?", h) for sub, h in per_run]
     by_query = [(rf"{api}/workflow(?P<workflow_id>){sub}/?", h) for sub, h in per_run]
     from .namespace_handlers import NamespaceHandler, NamespacesHandler
+    from .schedule_handlers import (
+        PauseHandler,
+        ScheduleHandler,
+        SchedulesHandler,
+        TriggerHandler,
+        UnpauseHandler,
+    )
     from .visibility_handlers import CountHandler, SearchAttributeHandler, SearchAttributesHandler
 
     return [
@@ -603,6 +611,17 @@ def routes() -> list[tuple[str, Any, dict[str, Any]] | tuple[str, Any]]:
         (rf"{api}/search-attributes/(?P<name>[^/]+)/?", SearchAttributeHandler),
         (rf"{api}/namespaces/?", NamespacesHandler),
         (rf"{api}/namespaces/(?P<name>[^/]+)/?", NamespaceHandler),
+        (rf"{api}/schedules/?", SchedulesHandler),
+        *[
+            (rf"{api}/{prefix}{sub}/?", h)
+            for prefix in ("schedules/(?P<schedule_id>[^/]+)", "schedule(?P<schedule_id>)")
+            for sub, h in (
+                ("/trigger", TriggerHandler),
+                ("/pause", PauseHandler),
+                ("/unpause", UnpauseHandler),
+                ("", ScheduleHandler),
+            )
+        ],
         *by_path,
         *by_query,
         (rf"{api}(/.*)?", UnknownAPIHandler),
