@@ -402,8 +402,9 @@ class ScheduleView(StaticDisplay, anywidget.AnyWidget):  # type: ignore[misc]
             return "<ScheduleView (not built)>"
         c = data["counters"]
         state = " · paused" if data["paused"] else ""
+        n = c["num_actions"]
         return (
-            f"<ScheduleView {data['schedule_id']} · {c['num_actions']} actions, "
+            f"<ScheduleView {data['schedule_id']} · {n} action{'' if n == 1 else 's'}, "
             f"{c['num_actions_skipped_overlap']} skipped (overlap), "
             f"{c['num_actions_missed_catchup_window']} missed (catch-up)"
             f"{state}{' · live' if self.live else ''}>"
@@ -543,7 +544,7 @@ class ScheduleView(StaticDisplay, anywidget.AnyWidget):  # type: ignore[misc]
         lines = [
             f"{data['workflow_type']} {data['spec']} · overlap {p['overlap']} · catch-up "
             f"window {p['catchup_window']} · pause on failure {p['pause_on_failure']}",
-            f"{c['num_actions']} actions taken · {c['num_actions_skipped_overlap']} skipped "
+            f"{c['num_actions']} taken · {c['num_actions_skipped_overlap']} skipped "
             f"(overlap) · {c['num_actions_missed_catchup_window']} missed (catch-up window) · "
             f"{c['running_actions']} running · {c['buffered_actions']} buffered",
         ]

@@ -177,7 +177,7 @@ function render({ model, el }) {
     table.replaceChildren(head, ...rows);
     const more = (data.logged || 0) - (data.shown || 0);
     const counts = Object.entries(data.by_outcome || {}).map(([o, n]) => `${n} ${o.replace(/_/g, " ")}`).join(", ");
-    earlier.textContent = `${data.logged || 0} action times in the log${counts ? ` (${counts})` : ""}` +
+    earlier.textContent = `${data.logged || 0} action time${data.logged === 1 ? "" : "s"} in the log${counts ? ` (${counts})` : ""}` +
       (more > 0 ? `; the last ${data.shown} drawn` : "");
   }
 
