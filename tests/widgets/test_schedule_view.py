@@ -280,3 +280,33 @@ async def test_static_html_escapes_every_piece_of_data(db_url: str) -> None:
     assert "<img" not in html and "<b>" not in html
     assert "&lt;img src=x onerror=window.__xss=1&gt;" in html
     assert view.data["note"] == XSS
+
+
+async def test_the_display_data_holds_the_static_fallbacks(db_url: str) -> None:
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        client = await mixed_schedule(env)
+        view = ScheduleView(client, "mixed")
+        view.stop()
+        bundle = view._repr_mimebundle_()
+        view.close()
+    assert bundle is not None
+    data, _metadata = bundle
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert data["text/plain"].startswith("<ScheduleView mixed · ")
+    assert "missed (catch-up window)" in data["text/plain"]
+    assert "PAUSED: &lt;img" in data["text/html"] and "<img" not in data["text/html"]
+
+
+async def test_a_deleted_schedule_stops_the_live_view_saying_so(db_url: str) -> None:
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        client = env.client
+        handle = await client.create_schedule("gone", every_minute())
+        view = ScheduleView(client, "gone", refresh_interval=0.05)
+        try:
+            await handle.delete()
+            await eventually(lambda: not view.live, "the view to stop")
+            assert "live refresh stopped: could not read schedule 'gone'" in view.error
+            await eventually(lambda: not view.refreshing, "the refresh to end")
+            assert kinds(view) == ["upcoming"] * 5  # what it showed last stays
+        finally:
+            view.close()
