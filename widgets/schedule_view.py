@@ -158,7 +158,7 @@ def time_ticks(start: float, end: float, max_ticks: int = 8) -> list[list[Any]]:
     span = max(end - start, 1.0)
     step = next((s for s in _STEPS if s * max_ticks >= span), _STEPS[-1])
     first = math.ceil(start / step) * step
-    ticks = []
+    ticks: list[float] = []
     at = float(first)
     while at <= end + 1e-6 and len(ticks) <= max_ticks + 1:
         ticks.append(at)
