@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from html import escape
@@ -603,8 +603,3 @@ class ScheduleView(StaticDisplay, anywidget.AnyWidget):  # type: ignore[misc]
 def _tail(mark: Mapping[str, Any]) -> str:
     parts = [mark.get("status", "").replace("_", " "), mark.get("detail", "")]
     return " · ".join(p for p in parts if p)
-
-
-def outcome_counts(entries: Iterable[ScheduleActionLogEntry]) -> dict[str, int]:
-    """How many entries of each outcome (as the view's ``by_outcome``)."""
-    return dict(Counter(e.outcome for e in entries))
