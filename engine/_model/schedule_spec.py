@@ -344,7 +344,8 @@ def calendar_from_cron(cron: str) -> tuple[str | None, Calendar | None, Interval
         parts = ["0", *parts]
     elif len(parts) != 7:
         raise ScheduleSpecError(
-            f"cron string {cron!r} has {len(parts)} fields: give 5 (minute hour day-of-month "
+            f"CronString does not have 5-7 fields: cron string {cron!r} has {len(parts)} "
+            "fields: give 5 (minute hour day-of-month "
             "month day-of-week), 6 (and a year) or 7 (a second first, and a year)"
         )
     _check_cron_ranges(parts, cron)

@@ -8,9 +8,11 @@ the overlap rules were checked on ``temporal server start-dev``
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -501,3 +503,55 @@ async def test_a_backfill_too_long_for_one_go_is_refused_whole(db_url: str) -> N
         assert await handle.actions() == []  # nothing of it was taken
         await handle.backfill(ScheduleBackfill(end - timedelta(minutes=2), end))
         assert [e.outcome for e in await handle.actions()] == ["started"] * 3
+
+
+# -- messages as the dev server words them ------------------------------------------------
+
+_RECORDED = json.loads((Path(__file__).parent / "data" / "schedules_dev_server.json").read_text())[
+    "3_errors"
+]
+
+_BAD_SPECS = {
+    "cron_not_a_cron": ScheduleSpec(cron_expressions=["not a cron"]),
+    "cron_61": ScheduleSpec(cron_expressions=["61 * * * *"]),
+    "tz_mars": ScheduleSpec(
+        intervals=[ScheduleIntervalSpec(every=timedelta(hours=1))], time_zone_name="Mars/Olympus"
+    ),
+    "interval_zero": ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(0))]),
+    "interval_negative": ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(-1))]),
+    "interval_offset_ge_every": ScheduleSpec(
+        intervals=[ScheduleIntervalSpec(every=timedelta(seconds=10), offset=timedelta(seconds=15))]
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BAD_SPECS))
+async def test_a_bad_spec_says_what_the_dev_server_says(db_url: str, case: str) -> None:
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        with pytest.raises(InvalidArgumentError) as raised:
+            await env.client.create_schedule("s", _with_spec(_BAD_SPECS[case]))
+    assert _RECORDED[case]["message"] in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["describe", "pause", "unpause", "trigger", "delete", "update", "backfill"],
+)
+async def test_a_missing_schedule_is_not_found_in_temporals_words(db_url: str, call: str) -> None:
+    recorded = _RECORDED[f"{call}_missing"]
+    assert recorded["rpc_status"] == "NOT_FOUND"
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        handle = env.client.get_schedule_handle("does-not-exist")
+        args: dict[str, Any] = {
+            "update": {"updater": lambda inp: None},
+            "backfill": {},
+        }.get(call, {})
+        method = getattr(handle, call)
+        with pytest.raises(ScheduleNotFoundError) as raised:
+            if call == "backfill":
+                now = datetime.now(UTC)
+                await method(ScheduleBackfill(now - timedelta(hours=1), now))
+            else:
+                await method(**args)
+    assert raised.value.status.name == "NOT_FOUND"
+    assert str(raised.value).startswith(recorded["message"])
