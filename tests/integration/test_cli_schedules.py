@@ -164,7 +164,7 @@ def test_create_describe_list_trigger_pause_backfill_delete(
         }  # type: ignore[attr-defined]
     ]
 
-    # backfill: the times in (start, end], each started under AllowAll (hourly has no
+    # backfill: the times in [start, end] (both ends, as the dev server), each started under AllowAll (hourly has no
     # jitter: a jittered time after the end would not be in the period)
     start = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
     code, out, err = run_cli(
@@ -172,19 +172,19 @@ def test_create_describe_list_trigger_pause_backfill_delete(
         "--start-time", "2026-01-05T08:15:00Z", "--end-time", "2026-01-05T11:15:00+00:00",
         "--overlap-policy", "AllowAll",
     )  # fmt: skip
-    assert (code, out.strip()) == (0, "Backfilled schedule hourly: 3 started"), err
+    assert (code, out.strip()) == (0, "Backfilled schedule hourly: 4 started"), err
     code, out, _ = run_cli(
         capsys, "schedule", "describe", "--db", db_url, "-s", "hourly", "-o", "json"
     )
     log = json.loads(out)["action_log"]
     assert [e["nominal_time"] for e in log] == [
-        (start + timedelta(hours=k, minutes=15)).isoformat() for k in (1, 2, 3)
+        (start + timedelta(hours=k, minutes=15)).isoformat() for k in (0, 1, 2, 3)
     ]
     assert [(e["source"], e["outcome"], e["overlap"]) for e in log] == [
         ("backfill", "started", "ALLOW_ALL")
-    ] * 3
+    ] * 4
     assert [e["workflow_id"] for e in log] == [
-        f"h-2026-01-05T{h}:15:00Z" for h in ("09", "10", "11")
+        f"h-2026-01-05T{h}:15:00Z" for h in ("08", "09", "10", "11")
     ]
     code, out, _ = run_cli(
         capsys, "schedule", "describe", "--db", db_url, "-s", "hourly", "--log-rows", "2"
@@ -192,7 +192,7 @@ def test_create_describe_list_trigger_pause_backfill_delete(
     assert "Action log (last 2):" in out
     assert "2026-01-05T11:15:00.000Z  started  backfill  AllowAll" in out
     assert "2026-01-05T09:15:00.000Z" not in out.split("Action log")[1]
-    assert "Recent actions: 3" in out
+    assert "Recent actions: 4" in out
 
     # delete; then the schedule is gone, and describing it is an error
     code, out, _ = run_cli(capsys, "schedule", "delete", "--db", db_url, "-s", "hourly")
