@@ -6,6 +6,10 @@
 import {
   STATUSES, attributeChips, countStatuses, renderStatusChips, suggestionList, withStatus,
 } from "./runs.js";
+import {
+  clearSchedule, initSchedules, parseScheduleRoute, refreshSchedule, refreshSchedules,
+  resetSchedules, schedulesFailed, setup as setupSchedules,
+} from "./schedules.js";
 
 const BASE = document.body.dataset.base || "./";
 const API = `${BASE}api/v1/`;
@@ -259,6 +263,8 @@ function parseRoute() {
   const hash = location.hash.replace(/^#/, "") || "/";
   const [path, qs] = hash.split("?");
   const params = new URLSearchParams(qs || "");
+  const scheduled = parseScheduleRoute(path, params);
+  if (scheduled) return scheduled;
   const m = path.match(/^\/workflows\/(.+)$/);
   if (m) {
     return { view: "detail", id: decodeURIComponent(m[1]), runId: params.get("run_id") || "" };
@@ -740,6 +746,8 @@ async function refresh(routeChanged = false) {
   try {
     if (state.infoFailed) loadInfo();
     if (route.view === "list") await refreshList();
+    else if (route.view === "schedules") await refreshSchedules(route);
+    else if (route.view === "schedule") await refreshSchedule(route);
     else await refreshDetail();
     if (state.route === route) {
       showError("");
@@ -750,6 +758,11 @@ async function refresh(routeChanged = false) {
       // The user moved on while this loaded: the new route's own refresh reports.
     } else if (route.view === "list") {
       listFailed(route, err);
+    } else if (route.view === "schedules") {
+      schedulesFailed(route, err);
+    } else if (route.view === "schedule" && err.status === 404) {
+      clearSchedule(route); // only the error: no schedule of this id
+      showError(err.message);
     } else if (err.status === 404) {
       clearDetail(route); // only the error: no run of this id (or run id) exists
       showError(err.message);
@@ -766,12 +779,28 @@ function route() {
   const previous = state.route;
   state.route = parseRoute();
   const list = state.route.view === "list";
+  const { view } = state.route;
   $("#list-view").hidden = !list;
-  $("#detail-view").hidden = list;
+  $("#detail-view").hidden = view !== "detail";
+  $("#schedules-view").hidden = view !== "schedules";
+  $("#schedule-view").hidden = view !== "schedule";
+  for (const a of document.querySelectorAll(".top nav a")) {
+    const here = a.dataset.nav === (view.startsWith("schedule") ? "schedules" : "executions");
+    if (here) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
   state.listKey = "";
   state.detailKey = "";
   state.historyKey = "";
-  if (list) {
+  resetSchedules();
+  if (view === "schedules") {
+    $("#schedule-query").value = state.route.query;
+    document.title = "Durable schedules";
+  } else if (view === "schedule") {
+    if (!previous || previous.view !== "schedule" || previous.id !== state.route.id) {
+      clearSchedule(state.route);
+    }
+  } else if (list) {
     updatePagerStack(state.route);
     renderPager({ loading: true });
     $("#query").value = state.route.query;
@@ -825,6 +854,9 @@ function init() {
   });
   $("#cancel-run").addEventListener("click", () => act("cancel"));
   $("#terminate-run").addEventListener("click", () => act("terminate"));
+  setupSchedules({ api, el, showError, fmtTime, detailHref, refresh: () => refresh(),
+    current: () => state.route });
+  initSchedules();
   window.addEventListener("hashchange", route);
   loadInfo();
   loadAttributes();
