@@ -327,17 +327,31 @@ def _compare(a: Any, op: str, b: Any) -> bool:
         return False
 
 
+def _check_name(name: lf.Name, known: set[str]) -> None:
+    if name.text in known:
+        return
+    if name.text in SYSTEM_ATTRIBUTES:
+        raise lf.ListFilterError(
+            f'invalid query filter for schedules: cannot filter on "{name.text}" '
+            "(schedules are found by ScheduleId, TemporalSchedulePaused and their own "
+            "custom search attributes)",
+            name.column,
+        )
+    raise lf.ListFilterError(f"invalid search attribute: {name.text}", name.column)
+
+
+def _names(expr: lf.Expr) -> list[lf.Name]:
+    """Every attribute a filter names."""
+    if isinstance(expr, lf.And | lf.Or):
+        return [n for e in expr.items for n in _names(e)]
+    if isinstance(expr, lf.Not):
+        return _names(expr.item)
+    return [expr.name]
+
+
 def _matches(expr: lf.Expr, values: Mapping[str, Any], known: set[str]) -> bool:
     def value_of(name: lf.Name) -> Any:
-        if name.text not in known:
-            if name.text in SYSTEM_ATTRIBUTES:
-                raise lf.ListFilterError(
-                    f'invalid query filter for schedules: cannot filter on "{name.text}" '
-                    "(schedules are found by ScheduleId, TemporalSchedulePaused and their own "
-                    "custom search attributes)",
-                    name.column,
-                )
-            raise lf.ListFilterError(f"invalid search attribute: {name.text}", name.column)
+        _check_name(name, known)
         return values.get(name.text)
 
     if isinstance(expr, lf.And):
@@ -415,6 +429,10 @@ class ScheduleAsyncIterator:
         size = page_size or self._page_size
         records, custom = await client.service.list_schedules_page(client.namespace, after, size)
         known = _LIST_KEYS | set(custom)
+        if self._filter.where is not None:
+            # Every name checked first: a bad filter fails even where no schedule is.
+            for name in _names(self._filter.where):
+                _check_name(name, known)
         page = []
         for rec in records:
             if self._filter.where is None or _matches(

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from ._model.schedule_spec import ScheduleSpecError
 from ._model.schedules import (
     LISTED_RECENT_ACTION_COUNT,
     RECENT_ACTION_COUNT,
@@ -113,9 +114,9 @@ def spec_json(spec: ScheduleSpec) -> JsonDict:
             )
         every = _seconds(iv.every, f"ScheduleSpec.intervals[{i}].every", required=True)
         if every is not None and every <= 0:
-            raise InvalidArgumentError(
-                f"ScheduleSpec.intervals[{i}].every must be positive, not {iv.every}: "
-                "Invalid schedule spec: interval is too small"
+            raise ScheduleSpecError(
+                f"interval is too small (ScheduleSpec.intervals[{i}].every is {iv.every}; "
+                "it must be at least a second)"
             )
         offset = _seconds(iv.offset, f"ScheduleSpec.intervals[{i}].offset") or 0.0
         intervals.append({"every": every, "offset": offset})

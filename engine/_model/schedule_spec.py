@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from ..exceptions import InvalidArgumentError
+from ..exceptions import InvalidArgumentError, RPCError, RPCStatusCode
 from .durations import go_duration
 
 __all__ = [
@@ -37,11 +37,13 @@ __all__ = [
 ]
 
 
-class ScheduleSpecError(InvalidArgumentError):
-    """A spec Temporal would refuse ("Invalid schedule spec: ..."), naming the field."""
+class ScheduleSpecError(InvalidArgumentError, RPCError):
+    """A spec Temporal would refuse ("Invalid schedule spec: ..."), naming the field. Also
+    an ``RPCError`` with status ``INVALID_ARGUMENT``, as the server's refusal reaches
+    ``temporalio`` code."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(f"Invalid schedule spec: {message}")
+        RPCError.__init__(self, f"Invalid schedule spec: {message}", RPCStatusCode.INVALID_ARGUMENT)
 
 
 #: The calendar fields: name, Temporal's name in messages, smallest and largest value.

@@ -52,6 +52,9 @@ ACTION_LOG_KEPT = 2000
 #: Action times one pass looks at, at most: a longer stretch (a schedule every second,
 #: its host down for a day) is worked through in several passes, one right after another.
 TIMES_PER_PASS = 1000
+#: Starts a schedule's buffer holds at most (Temporal's scheduler caps it too): one more is
+#: logged as not taken.
+MAX_BUFFER = 1000
 #: Request ids a schedule remembers, so a request run again after an ambiguous commit
 #: changes nothing the second time.
 _REQUESTS_KEPT = 20
@@ -237,22 +240,39 @@ class _Pass:
             pass
 
     def time_range(self, t1: float, t2: float, overlap: int, *, manual: bool) -> float:
-        """Look at the action times in ``(t1, t2]``; returns how far it got (``t2``, or
-        less when it stopped at :data:`TIMES_PER_PASS`)."""
+        """Look at the action times in ``(t1, t2]`` (a backfill's: ``[t1, t2]``); returns
+        how far it got: ``t2``, less when it stopped at :data:`TIMES_PER_PASS`, or just
+        before the nominal time of an action whose jittered time is still to come (so the
+        next pass takes it)."""
         if self.compiled is None:
             return t2
+        if not manual and not self.may_act():
+            return t2  # paused, or no actions left: none of these is taken, none missed
         if manual:  # a backfill takes the times at both ends (as the dev server does)
             t1 = math.nextafter(t1, -math.inf)
         window = catchup_window(self.policies)
         source = "backfill" if manual else "spec"
-        for _ in range(TIMES_PER_PASS):
+        looked = 0
+        while True:
             found = self.compiled.next_action(t1, self.schedule_id)
             if found is None:
                 return t2
             nominal, actual = found
             if actual > t2:
-                return t2
+                # Nominally due, its jitter not yet over: stop before it, not past it.
+                return t2 if manual else min(t2, math.nextafter(nominal, -math.inf))
+            if looked == TIMES_PER_PASS:
+                if manual:  # all of a backfill in one transaction, or none of it
+                    raise InvalidArgumentError(
+                        f"a backfill takes at most {TIMES_PER_PASS} action times at once; "
+                        "this one has more: split its period into shorter ones"
+                    )
+                self.more = True
+                return t1
+            looked += 1
             t1 = actual
+            if not self.can_take(manual, decrement=False):
+                continue  # paused, or no actions left: not taken, and not missed either
             if not manual and self.now - actual > window:
                 self.info["missed_catchup"] += 1
                 self.record(
@@ -265,28 +285,30 @@ class _Pass:
                     f"{window:.0f}s",
                 )
                 continue
-            if self.can_take(manual, decrement=False):
-                self.add_start(nominal, actual, overlap, manual=manual, source=source)
-        if manual:  # all of a backfill in one transaction, or none of it
-            raise InvalidArgumentError(
-                f"a backfill takes at most {TIMES_PER_PASS} action times at once; this one "
-                "has more: split its period into shorter ones"
-            )
-        self.more = True
-        return t1
+            self.add_start(nominal, actual, overlap, manual=manual, source=source)
 
     def add_start(
         self, nominal: float, actual: float, overlap: int, *, manual: bool, source: str
     ) -> None:
-        self.info["buffer"].append(
-            {
-                "nominal": nominal,
-                "actual": actual,
-                "overlap": int(overlap),
-                "manual": manual,
-                "source": source,
-            }
-        )
+        start = {
+            "nominal": nominal,
+            "actual": actual,
+            "overlap": int(overlap),
+            "manual": manual,
+            "source": source,
+        }
+        if len(self.info["buffer"]) >= MAX_BUFFER:
+            # As Temporal's scheduler caps its buffer; here the start is logged, not lost.
+            self._log_start(M.NOT_TAKEN, start, f"the buffer holds {MAX_BUFFER} starts already")
+            return
+        self.info["buffer"].append(start)
+
+    def may_act(self) -> bool:
+        """Whether the spec's times can take actions now (not paused, actions left)."""
+        state = self.state
+        if state.get("paused"):
+            return False
+        return not state.get("limited_actions") or int(state.get("remaining_actions") or 0) > 0
 
     def can_take(self, manual: bool, *, decrement: bool) -> bool:
         """Whether an action may be taken now (manual ones always may); with
@@ -511,9 +533,11 @@ class _Pass:
         """Let go of the open runs that have closed (a chain: when its last run closes)."""
         still: list[JsonDict] = []
         for run in self.info["running"]:
-            row = self.tx.get_execution(run["run_id"])
+            # Locked (after the schedule's row: the order every pass takes): a run closing
+            # meanwhile commits first, so its wake-up timer is seen, not deleted by save().
+            row = self.tx.lock_execution(run["run_id"])
             while row is not None and row.status != S.RUNNING and row.new_run_id:
-                following = self.tx.get_execution(row.new_run_id)
+                following = self.tx.lock_execution(row.new_run_id)
                 if following is None:
                     break
                 row = following
@@ -579,14 +603,20 @@ class _Pass:
     def next_wake(self) -> float | None:
         if self.more:
             return self.now
-        if self.compiled is None:
+        if self.compiled is None or not self.may_act():
+            # Nothing to take until an update or unpause, which run passes themselves
+            # (and a time-skipping clock is not held at every action time meanwhile).
             return None
         found = self.compiled.next_action(float(self.info["last_processed"]), self.schedule_id)
         return None if found is None else found[1]
 
 
 def _record(
-    row: Row, tx: StoreTx | None = None, *, future: int = M.FUTURE_ACTION_COUNT
+    row: Row,
+    tx: StoreTx | None = None,
+    *,
+    future: int = M.FUTURE_ACTION_COUNT,
+    now: float | None = None,
 ) -> ScheduleRecord:
     definition = json_loads(row.definition)
     info = json_loads(row.info)
@@ -608,6 +638,8 @@ def _record(
         return rec
     t = float(info["last_processed"])
     state = definition["state"]
+    if state.get("paused") and now is not None:
+        t = max(t, now)  # a paused schedule is not woken: its times count from now
     if state.get("limited_actions") and not int(state.get("remaining_actions") or 0):
         future = 0  # none will be taken (the dev server lists none)
     for _ in range(future):

@@ -28,6 +28,7 @@ terminated.
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any
 
@@ -161,6 +162,7 @@ class ScheduleOps:
             p.state.update(paused=True, note=pause)
             p.changed()
         if unpause is not None:
+            p.run()  # the time up to now was paused: its actions are not taken
             p.state.update(paused=False, note=unpause)
             p.changed()
         p.run()
@@ -191,7 +193,8 @@ class ScheduleOps:
         check_definition(definition)
         own = self._check_attributes(tx, namespace, definition, search_attributes)
         p.run()  # the time up to now, under the definition it had
-        p.definition = definition
+        # A copy: the pass changes what it holds, and this function may run twice.
+        p.definition = copy.deepcopy(definition)
         if search_attributes is not None:
             p.search_attributes = own
         p.compile()
@@ -214,7 +217,7 @@ class ScheduleOps:
         row = tx.get_schedule(namespace, schedule_id)
         if row is None:
             raise M.ScheduleNotFoundError(schedule_id, namespace)
-        return _record(row, tx)
+        return _record(row, tx, now=self.clock.now())
 
     @operation(read=True)
     def list_schedules(
@@ -222,7 +225,8 @@ class ScheduleOps:
     ) -> list[ScheduleRecord]:
         """The namespace's schedules with ids after ``after``, by id."""
         self.require_namespace(tx, namespace)  # type: ignore[attr-defined]
-        return [_record(row) for row in tx.list_schedules(namespace, after, limit)]
+        now = self.clock.now()
+        return [_record(row, now=now) for row in tx.list_schedules(namespace, after, limit)]
 
     @operation(read=True)
     def list_schedules_page(
@@ -232,7 +236,7 @@ class ScheduleOps:
         search attributes registered in the namespace (what a filter may name)."""
         self.require_namespace(tx, namespace)  # type: ignore[attr-defined]
         records = [
-            _record(row, future=M.LISTED_FUTURE_ACTION_COUNT)
+            _record(row, future=M.LISTED_FUTURE_ACTION_COUNT, now=self.clock.now())
             for row in tx.list_schedules(namespace, after, limit)
         ]
         return records, [r.name for r in tx.search_attributes(namespace)]

@@ -35,7 +35,7 @@ from engine.client import (
     ScheduleUpdateInput,
 )
 from engine.common import WorkflowExecutionStatus
-from engine.exceptions import ApplicationError, InvalidArgumentError
+from engine.exceptions import ApplicationError, InvalidArgumentError, RPCError, RPCStatusCode
 from engine.testing import WorkflowEnvironment
 
 P = ScheduleOverlapPolicy
@@ -531,6 +531,9 @@ async def test_a_bad_spec_says_what_the_dev_server_says(db_url: str, case: str) 
         with pytest.raises(InvalidArgumentError) as raised:
             await env.client.create_schedule("s", _with_spec(_BAD_SPECS[case]))
     assert _RECORDED[case]["message"] in str(raised.value)
+    # An RPCError too, as temporalio code catches the server's refusal.
+    assert isinstance(raised.value, RPCError)
+    assert raised.value.status == RPCStatusCode.INVALID_ARGUMENT
 
 
 @pytest.mark.parametrize(
@@ -555,3 +558,71 @@ async def test_a_missing_schedule_is_not_found_in_temporals_words(db_url: str, c
                 await method(**args)
     assert raised.value.status.name == "NOT_FOUND"
     assert str(raised.value).startswith(recorded["message"])
+
+
+# -- found by review -------------------------------------------------------------------------
+
+
+async def test_a_pass_between_a_nominal_time_and_its_jitter_does_not_lose_it(db_url: str) -> None:
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        client = env.client
+        sched = _schedule(P.ALLOW_ALL, wf=Quick.run, every=3600.0)
+        sched.spec.jitter = timedelta(minutes=50)
+        handle = await client.create_schedule("s", sched)
+        times = (await handle.describe()).info.next_action_times
+        # An action whose jitter moves it well after its nominal time (the hour).
+        actual = next(t for t in times if (t.timestamp() % 3600) > 60)
+        nominal = actual.timestamp() - actual.timestamp() % 3600
+        client.clock.advance_to((nominal + actual.timestamp()) / 2)  # type: ignore[attr-defined]
+        await handle.trigger()  # a pass in between
+        async with Worker(client, task_queue="sched", workflows=[Quick]):
+            await env.sleep(actual.timestamp() + 5 - client.clock.now())
+        log = await handle.actions()
+    spec = [e for e in log if e.source == "spec"]
+    assert [e.nominal_time.timestamp() for e in spec][-1] == nominal
+    assert spec[-1].scheduled_time == actual
+    assert spec[-1].outcome == "started"
+
+
+async def test_a_paused_schedule_holds_no_timer_and_makes_nothing_up(db_url: str) -> None:
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        client = env.client
+        sched = _schedule(wf=Quick.run)
+        sched.state = ScheduleState(paused=True)
+        handle = await client.create_schedule("s", sched)
+        await env.sleep(timedelta(days=30))  # nothing to stop at: one jump
+        desc = await handle.describe()
+        assert desc.info.next_action_times[0].timestamp() > client.clock.now()
+        await handle.unpause()
+        desc = await handle.describe()
+        log = await handle.actions()
+    assert desc.info.num_actions == 0
+    assert desc.info.num_actions_missed_catchup_window == 0  # paused is not missed
+    assert log == []
+
+
+async def test_the_buffer_is_capped_and_the_overflow_logged(db_url: str) -> None:
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        client = env.client
+        # No worker: the triggered run stays open, and every second's start is buffered.
+        handle = await client.create_schedule(
+            "s", _schedule(P.BUFFER_ALL, wf=Quick.run, every=1.0), trigger_immediately=True
+        )
+        client.clock.advance(1010)  # type: ignore[attr-defined]
+        while await client.service.fire_due_schedules():
+            pass
+        desc = await handle.describe()
+        log = await handle.actions(limit=5000)
+    assert len(desc.info.buffered_actions) == 1000
+    overflow = [e for e in log if e.outcome == "not_taken"]
+    assert len(overflow) >= 9
+    assert all("buffer holds 1000" in (e.detail or "") for e in overflow)
+
+
+async def test_a_backfill_of_exactly_a_thousand_times_is_taken(db_url: str) -> None:
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        client = env.client
+        handle = await client.create_schedule("s", _schedule(P.ALLOW_ALL, wf=Quick.run))
+        end = datetime.fromtimestamp(_first_action(client.clock.now()) - 3600, UTC)
+        await handle.backfill(ScheduleBackfill(end - timedelta(minutes=999), end))
+        assert (await handle.describe()).info.num_actions == 1000

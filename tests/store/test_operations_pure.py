@@ -408,9 +408,13 @@ async def patch_schedule_terminating(svc: Service, clock: FrozenClock) -> Op:
 
 
 async def update_schedule(svc: Service, clock: FrozenClock) -> Op:
-    await svc.create_schedule(NS, "s1", _definition())
-    clock.t += 150  # two action times pass: the update's pass takes them first
-    return lambda: svc.update_schedule(NS, "s1", _definition(6), request_id="r3")
+    await svc.create_schedule(NS, "s1", _definition(3), trigger_immediately=True)
+    clock.t += 150  # two action times pass while the run is open: both buffered
+    # One dict for both runs of the function, as a caller hands it over: a limited action
+    # taken by the update's pass must not be taken from it twice.
+    limited = _definition(6)
+    limited["state"].update(limited_actions=True, remaining_actions=5)
+    return lambda: svc.update_schedule(NS, "s1", limited, request_id="r3")
 
 
 async def delete_schedule(svc: Service, clock: FrozenClock) -> Op:
