@@ -171,7 +171,7 @@ class DurableExtension(ExtensionApp):
             raise
         self._hosting = True
         self._client = client
-        self.log.info("durable-notebook: hosting timers, timeouts and retries")
+        self.log.info("durable-notebook: hosting timers, timeouts, retries and schedules")
         return client
 
     async def stop_extension(self) -> None:

@@ -22,6 +22,8 @@ from engine.client import (
     Schedule,
     ScheduleActionStartWorkflow,
     ScheduleIntervalSpec,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
     ScheduleSpec,
     ScheduleState,
 )
@@ -341,5 +343,34 @@ def test_a_browser_session_needs_the_xsrf_token_to_change_a_schedule(
         async with await Client.connect(db_url) as client:
             state = (await client.get_schedule_handle(".").describe()).schedule.state
             assert state.paused is True and state.note == "with the token"
+
+    run(go())
+
+
+def test_the_jupyter_server_takes_the_schedules_actions(
+    jp_fetch: Any, run: Any, db_url: str
+) -> None:
+    """The server extension hosts the background duties: a schedule created elsewhere
+    (a notebook's client, no worker, no host of its own) gets its actions taken."""
+
+    async def go() -> None:
+        async with await Client.connect(db_url) as client:
+            await client.create_schedule(
+                "every-second",
+                Schedule(
+                    action=ScheduleActionStartWorkflow("Job", id="job", task_queue="nobody"),
+                    spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(seconds=1))]),
+                    policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.ALLOW_ALL),
+                ),
+            )
+        started = 0
+        for _ in range(100):  # the server's first request connects it, and it hosts
+            status, body = await _request(jp_fetch, "schedules", "every-second")
+            assert status == 200, body
+            started = body["schedule"]["info"]["num_actions"]
+            if started >= 2:
+                break
+            await asyncio.sleep(0.1)
+        assert started >= 2
 
     run(go())
