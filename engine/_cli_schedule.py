@@ -76,7 +76,7 @@ def add_schedule_commands(
     p.add_argument(
         "--query",
         "-q",
-        help="a List Filter over ScheduleId, TemporalSchedulePaused, WorkflowType and custom "
+        help="a List Filter over ScheduleId, TemporalSchedulePaused and the schedules' custom "
         'search attributes, e.g. "TemporalSchedulePaused = true"',
     )
     p.add_argument("--output", "-o", choices=["table", "json"], default="table")
@@ -108,7 +108,12 @@ def add_schedule_commands(
     p.add_argument("--pause-on-failure", action="store_true", help="pause when a run fails")
     p.add_argument("--paused", action="store_true", help="create it paused")
     p.add_argument("--notes", help="the state's note")
-    p.add_argument("--remaining-actions", type=int, metavar="N", help="take only N more actions")
+    p.add_argument(
+        "--remaining-actions",
+        type=int,
+        metavar="N",
+        help="take only N more actions (0 or not given: no limit)",
+    )
     p.set_defaults(func=_cmd_create)
 
     p = command("trigger", "take an action now (even while paused)")
@@ -116,7 +121,7 @@ def add_schedule_commands(
     p.set_defaults(func=_cmd_trigger)
 
     p = command("backfill", "take the action times of a past period as if they were now")
-    p.add_argument("--start-time", required=True, metavar="TIME", help="RFC 3339 (exclusive)")
+    p.add_argument("--start-time", required=True, metavar="TIME", help="RFC 3339 (inclusive)")
     p.add_argument("--end-time", required=True, metavar="TIME", help="RFC 3339 (inclusive)")
     p.add_argument("--overlap-policy", metavar="POLICY", help="instead of the schedule's")
     p.set_defaults(func=_cmd_backfill)
@@ -279,9 +284,15 @@ def _calendar_ranges(field: str, value: Any, where: str) -> list[ScheduleRange]:
         else:
             first, dash, last = span.partition("-")
             start = _calendar_value(field, first, where)
-            end = _calendar_value(field, last, where) if dash else start
+            # "5/15" runs from 5 to the field's end, as in cron.
+            end = _calendar_value(field, last, where) if dash else (high if step else start)
         if not low <= start <= high or not low <= end <= high:
             raise _error(f"{where}: {part.strip()!r} is outside {low}-{high}")
+        if end < start:
+            raise _error(
+                f"{where}: {part.strip()!r} ends before it starts: write it as two ranges "
+                f"('{start}-{high},{low}-{end}')"
+            )
         if step and not step.strip().isdigit():
             raise _error(f"{where}: the step in {part.strip()!r} is not a number")
         out.append(ScheduleRange(start, end, int(step) if step else 0))
@@ -624,8 +635,29 @@ def _cmd_trigger(args: argparse.Namespace) -> int:
     from .cli import _out
 
     overlap = _overlap(args.overlap_policy)
-    _with(args, lambda c: c.get_schedule_handle(args.schedule_id).trigger(overlap=overlap))
-    _out(f"Triggered schedule {args.schedule_id}")
+
+    async def run(client: Client) -> tuple[list[ScheduleActionLogEntry], int]:
+        handle = client.get_schedule_handle(args.schedule_id)
+        before = await _last_log(client, args.schedule_id, 1)
+        waiting = len((await handle.describe()).info.buffered_actions)
+        await handle.trigger(overlap=overlap)
+        added = await handle.actions(after=before[-1].id if before else 0, limit=1000)
+        buffered = len((await handle.describe()).info.buffered_actions) - waiting
+        return [e for e in added if e.source == "trigger"], buffered
+
+    added, buffered = _with(args, run)
+    if added:  # what became of it, said: a skipped trigger must not look like a done one
+        outcome = added[-1]
+        what = outcome.outcome.replace("_", " ")
+        detail = f" ({outcome.detail})" if outcome.detail else ""
+        run_id = f": {outcome.workflow_id}" if outcome.outcome == "started" else ""
+        _out(f"Triggered schedule {args.schedule_id}: {what}{run_id}{detail}")
+    elif buffered > 0:
+        _out(
+            f"Triggered schedule {args.schedule_id}: buffered (it starts when the open run closes)"
+        )
+    else:
+        _out(f"Triggered schedule {args.schedule_id}")
     return 0
 
 
@@ -634,20 +666,25 @@ def _cmd_backfill(args: argparse.Namespace) -> int:
 
     start = _time(args.start_time, "--start-time")
     end = _time(args.end_time, "--end-time")
-    if end <= start:
-        raise _error("--end-time must be after --start-time")
+    if end < start:
+        raise _error("--end-time must not be before --start-time")
     backfill = ScheduleBackfill(start, end, _overlap(args.overlap_policy))
 
-    async def run(client: Client) -> list[ScheduleActionLogEntry]:
+    async def run(client: Client) -> tuple[list[ScheduleActionLogEntry], int]:
         handle = client.get_schedule_handle(args.schedule_id)
         before = await _last_log(client, args.schedule_id, 1)
+        waiting = len((await handle.describe()).info.buffered_actions)
         await handle.backfill(backfill)
-        return await handle.actions(after=before[-1].id if before else 0, limit=100_000)
+        added = await handle.actions(after=before[-1].id if before else 0, limit=100_000)
+        buffered = len((await handle.describe()).info.buffered_actions) - waiting
+        return [e for e in added if e.source == "backfill"], buffered
 
-    added = [e for e in _with(args, run) if e.source == "backfill"]
+    added, buffered = _with(args, run)
     counts: dict[str, int] = {}
     for e in added:
         counts[e.outcome] = counts.get(e.outcome, 0) + 1
+    if buffered > 0:
+        counts["buffered"] = buffered
     summary = ", ".join(f"{n} {o}" for o, n in counts.items()) or "no action times in it"
     _out(f"Backfilled schedule {args.schedule_id}: {summary}")
     return 0

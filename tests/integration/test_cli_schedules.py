@@ -137,7 +137,7 @@ def test_create_describe_list_trigger_pause_backfill_delete(
     # trigger starts a run at once (even paused): no host needed. Under the schedule's
     # BufferOne it is a running action; one with --overlap-policy AllowAll starts beside it.
     code, out, _ = run_cli(capsys, "schedule", "trigger", "--db", db_url, "-s", "nightly")
-    assert (code, out.strip()) == (0, "Triggered schedule nightly")
+    assert code == 0 and out.strip().startswith("Triggered schedule nightly: started: job-"), out
     d = asyncio.run(_describe(db_url, "nightly"))
     assert d.info.num_actions == 1
     [running] = d.info.running_actions
@@ -211,10 +211,11 @@ def test_create_describe_list_trigger_pause_backfill_delete(
         (["--interval", "5 minutes"], ["--interval '5 minutes' is not a duration"]),
         (["--interval", "1h/soon"], ["--interval (its offset", "'soon' is not a duration"]),
         (["--cron", "61 * * * *"], ["Invalid schedule spec", "Minute"]),
-        (["--cron", "not a cron"], ["cron string 'not a cron'"]),
+        (["--cron", "not a cron"], ["CronString does not have 5-7 fields"]),
         (["--interval", "1m", "--time-zone", "Mars/Olympus"], ["unknown time zone Mars/Olympus"]),
         (["--calendar", '{"hour": 25}'], ["--calendar #1 hour", "'25' is outside 0-23"]),
         (["--calendar", '{"hours": 1}'], ["--calendar #1: unknown field 'hours'"]),
+        (["--calendar", '{"hour": "17-9"}'], ["'17-9' ends before it starts", "'17-23,0-9'"]),
         (["--calendar", "[1]"], ["--calendar '[1]' must be a JSON object"]),
         (["--calendar", "{"], ["--calendar '{' is not valid JSON"]),
         (["--interval", "1m", "--overlap-policy", "Never"], ["--overlap-policy 'Never'"]),
@@ -246,7 +247,7 @@ def test_other_bad_input(db_url: str, capsys: pytest.CaptureFixture[str]) -> Non
         "--start-time", "2026-01-02T00:00:00Z", "--end-time", "2026-01-01T00:00:00Z",
     )  # fmt: skip
     assert code == 2
-    _assert_one_line_error(err, "--end-time must be after --start-time")
+    _assert_one_line_error(err, "--end-time must not be before --start-time")
     code, _, err = run_cli(
         capsys, "schedule", "trigger", "--db", db_url, "-s", "nightly", "--overlap-policy", "x"
     )
@@ -297,3 +298,35 @@ async def test_describe_shows_skipped_actions_with_their_reason(
     assert [cells[1] for cells in lines] == outcomes
     assert lines[1][2:4] == ["spec", "Skip"]
     assert skipped[0]["detail"] in log_text
+
+
+def test_a_calendar_step_from_a_value_runs_to_the_fields_end(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(
+        capsys, *_create(db_url, "--calendar", '{"minute": "5/15", "hour": "*"}')
+    )
+    assert code == 0, err
+    d = asyncio.run(_describe(db_url, "nightly"))
+    [cal] = d.schedule.spec.calendars
+    assert [(r.start, r.end, r.step) for r in cal.minute] == [(5, 59, 15)]  # 5, 20, 35, 50
+    assert {t.minute for t in d.info.next_action_times} == {5, 20, 35, 50}
+
+
+async def test_a_trigger_says_what_became_of_it(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under Skip with a run open, a trigger starts nothing: the command says so."""
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        code, _, err = await arun_cli(capsys, *_create(db_url))  # no spec: triggers only
+        assert code == 0, err
+        trigger = ("schedule", "trigger", "--db", db_url, "-s", "nightly")
+        code, first, err = await arun_cli(capsys, *trigger)
+        assert code == 0, err
+        assert first.strip().startswith("Triggered schedule nightly: started: job-")
+        env.client.clock.advance(2)  # type: ignore[attr-defined]  # another second's id
+        code, second, err = await arun_cli(capsys, *trigger)
+        assert code == 0, err
+    assert second.strip() == (
+        "Triggered schedule nightly: skipped overlap (a run of this schedule is still open (SKIP))"
+    )
