@@ -397,8 +397,21 @@ class TriggerHandler(ScheduleBase):
                 )
             overlap = ScheduleOverlapPolicy[raw.strip().upper()]
         handle = await self.handle_of(schedule_id)
+        before = await handle.describe()
+        last = before.info.recent_actions
         await handle.trigger(overlap=overlap)
-        self.write_json({"ok": True}, 202)
+        after = await handle.describe()
+        # What became of it, said: a trigger skipped under SKIP must not look done.
+        if len(after.info.buffered_actions) > len(before.info.buffered_actions):
+            outcome, detail = "buffered", "it starts when the open run closes"
+        elif list(after.info.recent_actions) != list(last):
+            outcome, detail = "started", after.info.recent_actions[-1].action.workflow_id  # type: ignore[attr-defined]
+        else:
+            entries = await handle.actions(after=0, limit=1_000_000)
+            tail = [e for e in entries if e.source == "trigger"]
+            outcome = tail[-1].outcome if tail else "not_taken"
+            detail = (tail[-1].detail or "") if tail else ""
+        self.write_json({"ok": True, "outcome": outcome, "detail": detail}, 202)
 
 
 class PauseHandler(ScheduleBase):

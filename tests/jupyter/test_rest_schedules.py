@@ -231,7 +231,8 @@ def test_trigger_pause_unpause_delete(jp_fetch: Any, run: Any, db_url: str) -> N
         assert (await described())["schedule"]["state"]["note"] == "set up by the test"
         # A trigger takes an action even while paused.
         status, body = await _request(jp_fetch, "schedules", sid, "trigger", **_post())
-        assert (status, body) == (202, {"ok": True})
+        assert status == 202 and body["ok"] is True and body["outcome"] == "started", body
+        assert body["detail"].startswith(f"{sid}-run-")
 
         async def started() -> bool:
             return any(a["outcome"] == "started" for a in (await described())["actions"])
@@ -241,10 +242,11 @@ def test_trigger_pause_unpause_delete(jp_fetch: Any, run: Any, db_url: str) -> N
         assert row["source"] == "trigger" and row["run_id"]
         assert row["workflow_id"].startswith(f"{sid}-run-")
         # A second one under SKIP, while that run is open: skipped, and said why.
-        status, _ = await _request(
+        status, body = await _request(
             jp_fetch, "schedules", sid, "trigger", **_post({"overlap": "skip"})
         )
-        assert status == 202
+        assert status == 202 and body["outcome"] == "skipped_overlap", body
+        assert "still open" in body["detail"]
 
         async def skipped() -> bool:
             return any(a["outcome"] == "skipped_overlap" for a in (await described())["actions"])

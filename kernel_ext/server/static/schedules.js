@@ -54,8 +54,10 @@ export function resetSchedules() {
 // -- formatting ----------------------------------------------------------------------------
 
 function time(iso) {
-  const { el, fmtTime } = ctx;
-  return iso ? el("time", { datetime: iso, title: iso }, fmtTime(iso)) : "—";
+  // In UTC, said so: the CLI, the widget and the REST API show schedule times in UTC, and
+  // a schedule's times are easiest to compare with its spec there.
+  const { el } = ctx;
+  return iso ? el("time", { datetime: iso, title: iso }, utc(iso)) : "—";
 }
 
 function utc(iso) {
@@ -212,7 +214,7 @@ function renderCounters(data) {
 function renderUpcoming(s) {
   const { el, detailHref } = ctx;
   const times = s.info.next_action_times;
-  const items = times.map((t) => el("li", {}, time(t), " ", el("span", { class: "muted" }, utc(t))));
+  const items = times.map((t) => el("li", {}, time(t)));
   $("#schedule-upcoming").replaceChildren(...(items.length ? items
     : [el("li", { class: "muted" }, "No upcoming action times.")]));
   $("#upcoming-paused").hidden = !s.state.paused;
@@ -294,9 +296,13 @@ async function scheduleAct(action) {
   const verb = { trigger: "Trigger", pause: "Pause", unpause: "Unpause" }[action];
   try {
     const { path, params } = schedulePath(s.id, `/${action}`);
-    await ctx.api(path, { method: "POST", body, params });
+    const answer = await ctx.api(path, { method: "POST", body, params });
     if (action !== "trigger") $("#schedule-note").value = "";
-    $("#schedule-done").textContent = `${verb}: done ${new Date().toLocaleTimeString()}`;
+    // A trigger says what became of it (skipped under SKIP while a run is open).
+    const said = answer && answer.outcome
+      ? `${answer.outcome.replace(/_/g, " ")}${answer.detail ? ` (${answer.detail})` : ""}`
+      : "done";
+    $("#schedule-done").textContent = `${verb}: ${said}, ${new Date().toLocaleTimeString()}`;
     ctx.showError("");
     await ctx.refresh();
   } catch (err) {
