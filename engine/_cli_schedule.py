@@ -4,7 +4,7 @@ as ``temporal schedule ...`` (registered by :mod:`engine.cli`).
 The flags are Temporal's CLI's where they fit (``-s/--schedule-id``, ``--interval 5m/1m``,
 ``--cron``, ``--calendar JSON``, ``--overlap-policy BufferOne``, ...). ``describe`` shows
 what Temporal's does and the action log besides: every action time and what became of it,
-skipped and missed ones with their reason. Every bad value is refused naming its flag.
+skipped and missed ones with their reason (the newest 2,000 per schedule are kept). Every bad value is refused naming its flag.
 """
 
 from __future__ import annotations

@@ -29,8 +29,9 @@ _PAGE = 1000
 
 async def schedule_actions_dataframe(client: Client, schedule_id: str) -> Any:
     """Every action time of schedule ``schedule_id`` and what became of it, one row per
-    entry of its action log (``ScheduleHandle.actions()``), oldest first: the skipped and
-    missed actions that Temporal only counts are rows here too, with their reason.
+    entry of its action log (``ScheduleHandle.actions()``; the newest 2,000 entries of a
+    schedule are kept), oldest first: the skipped and missed actions that Temporal only
+    counts are rows here too, with their reason.
 
     Columns (the same dtypes for every schedule, even one with no actions yet):
 

@@ -185,11 +185,18 @@ def _policy_text(description: ScheduleDescription) -> dict[str, str]:
 
 def _spec_text(description: ScheduleDescription) -> str:
     spec = description.schedule.spec
-    parts = [f"every {_span(i.every.total_seconds())}" for i in spec.intervals]
+    parts = []
+    for i in spec.intervals:
+        offset = i.offset.total_seconds() if i.offset else 0.0
+        every = f"every {_span(i.every.total_seconds())}"
+        parts.append(f"{every} (offset {_span(offset)})" if offset else every)
     parts += list(spec.cron_expressions)
     if spec.calendars:
         parts.append(f"{len(spec.calendars)} calendar spec(s)")
-    return ", ".join(parts) or "no times"
+    text = ", ".join(parts) or "no times"
+    if spec.time_zone_name:  # calendars match the wall clock there; the axis is UTC
+        text += f" in {spec.time_zone_name}"
+    return text
 
 
 def schedule_view_data(
