@@ -499,16 +499,9 @@ def _describe_text(d: ScheduleDescription, log: Sequence[ScheduleActionLogEntry]
 
 async def _last_log(client: Client, schedule_id: str, rows: int) -> list[ScheduleActionLogEntry]:
     """The last ``rows`` entries of the action log, oldest first."""
-    handle = client.get_schedule_handle(schedule_id)
-    kept: list[ScheduleActionLogEntry] = []
-    after = 0
-    while rows > 0:
-        page = await handle.actions(after=after, limit=1000)
-        kept = (kept + page)[-rows:]
-        if len(page) < 1000:
-            break
-        after = page[-1].id
-    return kept
+    if rows <= 0:
+        return []
+    return await client.get_schedule_handle(schedule_id).actions(limit=rows, newest=True)
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:

@@ -247,16 +247,18 @@ class ScheduleHandle:
         *,
         after: int = 0,
         limit: int = 1000,
+        newest: bool = False,
         rpc_metadata: Mapping[str, str | bytes] = {},
         rpc_timeout: timedelta | None = None,
     ) -> list[ScheduleActionLogEntry]:
         """The schedule's action log, oldest first: every action time it came to and what
         became of it, skipped and missed ones included (this engine's; Temporal keeps
-        counters only). ``after``: an entry's ``id``, to read on from there."""
+        counters only; the newest 2,000 entries are kept). ``after``: an entry's ``id``,
+        to read on from there; ``newest=True``: the ``limit`` newest entries instead."""
         client = self._client
         rows = await self._call(
             "the action log",
-            client.service.schedule_actions(client.namespace, self.id, after, limit),
+            client.service.schedule_actions(client.namespace, self.id, after, limit, newest),
             rpc_timeout,
             rpc_metadata,
         )

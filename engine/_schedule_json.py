@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ._model.schedule_spec import ScheduleSpecError
+from ._model.schedule_spec import CALENDAR_FIELDS, ScheduleSpecError
 from ._model.schedules import (
     LISTED_RECENT_ACTION_COUNT,
     RECENT_ACTION_COUNT,
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 JsonDict = dict[str, Any]
 
-_CAL_FIELDS = ("second", "minute", "hour", "day_of_month", "month", "year", "day_of_week")
+_CAL_FIELDS = CALENDAR_FIELDS
 
 
 # -- to the service's JSON ------------------------------------------------------------------

@@ -27,6 +27,7 @@ from ..exceptions import InvalidArgumentError, RPCError, RPCStatusCode
 from .durations import go_duration
 
 __all__ = [
+    "CALENDAR_FIELDS",
     "Calendar",
     "CompiledSpec",
     "Interval",
@@ -57,6 +58,8 @@ FIELDS = (
     ("day_of_week", "DayOfWeek", 0, 6),
 )
 _BOUNDS = {name: (said, lo, hi) for name, said, lo, hi in FIELDS}
+#: The calendar fields' names, in order (``Calendar``'s and ``ScheduleCalendarSpec``'s).
+CALENDAR_FIELDS = tuple(name for name, *_ in FIELDS)
 #: How far ahead a calendar is searched before it is taken to match nothing more.
 _HORIZON_YEARS = 100
 

@@ -22,6 +22,7 @@ from .._json import compact_dumps
 from .._json import loads as json_loads
 from .._model import schedules as M
 from .._model.schedule_spec import (
+    CALENDAR_FIELDS,
     Calendar,
     CompiledSpec,
     Interval,
@@ -79,7 +80,7 @@ def action_workflow_id(base: str, nominal: float) -> str:
 
 # -- the definition's JSON ----------------------------------------------------------------
 
-_CAL_FIELDS = ("second", "minute", "hour", "day_of_month", "month", "year", "day_of_week")
+_CAL_FIELDS = CALENDAR_FIELDS
 
 
 def _calendar(c: JsonDict) -> Calendar:

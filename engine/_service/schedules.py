@@ -220,19 +220,10 @@ class ScheduleOps:
         return _record(row, tx, now=self.clock.now())
 
     @operation(read=True)
-    def list_schedules(
-        self, tx: StoreTx, namespace: str, after: str = "", limit: int = 1000
-    ) -> list[ScheduleRecord]:
-        """The namespace's schedules with ids after ``after``, by id."""
-        self.require_namespace(tx, namespace)  # type: ignore[attr-defined]
-        now = self.clock.now()
-        return [_record(row, now=now) for row in tx.list_schedules(namespace, after, limit)]
-
-    @operation(read=True)
     def list_schedules_page(
         self, tx: StoreTx, namespace: str, after: str = "", limit: int = 1000
     ) -> tuple[list[ScheduleRecord], list[str]]:
-        """A page of schedules (as :meth:`list_schedules`) and the names of the custom
+        """A page of the namespace's schedules with ids after ``after``, by id, and the names of the custom
         search attributes registered in the namespace (what a filter may name)."""
         self.require_namespace(tx, namespace)  # type: ignore[attr-defined]
         records = [
@@ -243,12 +234,19 @@ class ScheduleOps:
 
     @operation(read=True)
     def schedule_actions(
-        self, tx: StoreTx, namespace: str, schedule_id: str, after: int = 0, limit: int = 1000
+        self,
+        tx: StoreTx,
+        namespace: str,
+        schedule_id: str,
+        after: int = 0,
+        limit: int = 1000,
+        newest: bool = False,
     ) -> list[JsonDict]:
-        """The schedule's action log (rows with ids after ``after``), oldest first."""
+        """The schedule's action log (rows with ids after ``after``; with ``newest``, its
+        ``limit`` newest rows), oldest first."""
         if tx.get_schedule(namespace, schedule_id) is None:
             raise M.ScheduleNotFoundError(schedule_id, namespace)
-        rows = tx.schedule_actions(namespace, schedule_id, after, limit)
+        rows = tx.schedule_actions(namespace, schedule_id, after, limit, newest)
         return [dict(zip(ACTION_FIELDS, tuple(r), strict=True)) for r in rows]
 
     # -- hosting ------------------------------------------------------------------------

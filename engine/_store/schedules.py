@@ -66,6 +66,10 @@ ACTIONS = Q(
     f"SELECT id, {_ACTION_COLS} FROM dn_schedule_actions WHERE namespace = :ns "
     "AND schedule_id = :id AND id > :after ORDER BY id LIMIT :lim"
 )
+NEWEST_ACTIONS = Q(
+    f"SELECT id, {_ACTION_COLS} FROM dn_schedule_actions WHERE namespace = :ns "
+    "AND schedule_id = :id ORDER BY id DESC LIMIT :lim"
+)
 #: The id of the newest row past the ``keep`` newest: it and those before it go.
 ACTION_CUT = Q(
     "SELECT id FROM dn_schedule_actions WHERE namespace = :ns AND schedule_id = :id "
@@ -133,10 +137,13 @@ class ScheduleQueries:
         self._q(INSERT_ACTION, values)
 
     def schedule_actions(
-        self: _Tx, namespace: str, schedule_id: str, after: int, limit: int
+        self: _Tx, namespace: str, schedule_id: str, after: int, limit: int, newest: bool = False
     ) -> Sequence[Row]:
-        """A schedule's logged actions with ids after ``after``, oldest first."""
+        """A schedule's logged actions with ids after ``after`` (with ``newest``: its
+        ``limit`` newest), oldest first."""
         params = {"ns": namespace, "id": schedule_id, "after": after, "lim": limit}
+        if newest:
+            return list(reversed(self._q(NEWEST_ACTIONS, params).fetchall()))
         return list(self._q(ACTIONS, params))
 
     def trim_schedule_actions(self: _Tx, namespace: str, schedule_id: str, keep: int) -> None:

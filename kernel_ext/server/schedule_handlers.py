@@ -398,19 +398,20 @@ class TriggerHandler(ScheduleBase):
             overlap = ScheduleOverlapPolicy[raw.strip().upper()]
         handle = await self.handle_of(schedule_id)
         before = await handle.describe()
-        last = before.info.recent_actions
+        last = await handle.actions(limit=1, newest=True)
         await handle.trigger(overlap=overlap)
         after = await handle.describe()
         # What became of it, said: a trigger skipped under SKIP must not look done.
+        added = await handle.actions(after=last[-1].id if last else 0, limit=1000)
+        tail = [e for e in added if e.source == "trigger"]
         if len(after.info.buffered_actions) > len(before.info.buffered_actions):
             outcome, detail = "buffered", "it starts when the open run closes"
-        elif list(after.info.recent_actions) != list(last):
-            outcome, detail = "started", after.info.recent_actions[-1].action.workflow_id  # type: ignore[attr-defined]
+        elif tail:
+            entry = tail[-1]
+            outcome = entry.outcome
+            detail = (entry.workflow_id if outcome == "started" else entry.detail) or ""
         else:
-            entries = await handle.actions(after=0, limit=1_000_000)
-            tail = [e for e in entries if e.source == "trigger"]
-            outcome = tail[-1].outcome if tail else "not_taken"
-            detail = (tail[-1].detail or "") if tail else ""
+            outcome, detail = "not_taken", ""
         self.write_json({"ok": True, "outcome": outcome, "detail": detail}, 202)
 
 

@@ -626,3 +626,15 @@ async def test_a_backfill_of_exactly_a_thousand_times_is_taken(db_url: str) -> N
         end = datetime.fromtimestamp(_first_action(client.clock.now()) - 3600, UTC)
         await handle.backfill(ScheduleBackfill(end - timedelta(minutes=999), end))
         assert (await handle.describe()).info.num_actions == 1000
+
+
+async def test_the_newest_log_entries_are_read_at_once(db_url: str) -> None:
+    async with await WorkflowEnvironment.start_time_skipping(database_url=db_url) as env:
+        client = env.client
+        handle = await client.create_schedule("s", _schedule(P.ALLOW_ALL, wf=Quick.run))
+        end = datetime.fromtimestamp(_first_action(client.clock.now()) - 3600, UTC)
+        await handle.backfill(ScheduleBackfill(end - timedelta(minutes=9), end))
+        everything = await handle.actions()
+        newest = await handle.actions(limit=3, newest=True)
+    assert len(everything) == 10
+    assert newest == everything[-3:]  # oldest first, as every read of the log
