@@ -338,6 +338,7 @@ async def w4(
     e2e_meds: list[float] = []
     smeds: list[float] = []
     smaxs: list[float] = []
+    alone: list[float] = []
     async with new_worker(client, tq):
         await w4_once(client, tq, 2, 0.05, timeout)  # warm-up
         for _ in range(reps):
@@ -352,10 +353,14 @@ async def w4(
                 f"(client e2e-1s median {e2e_meds[-1]:.1f} ms; server timer "
                 f"median {smeds[-1]:.1f} max {smaxs[-1]:.1f} ms)"
             )
+        for _ in range(reps):
+            late, _, _ = await w4_once(client, tq, 1, secs, timeout)
+            alone.append(late[0] * 1000)
     emit.series(
         "W4_lateness_median", meds, "ms", "wall_clock_in_workflow_after-before_sleep_minus_1s"
     )
     emit.series("W4_lateness_max", maxs, "ms")
+    emit.series("W4_lateness_1wf", alone, "ms", "one_timer_alone_in_workflow")
     emit.series("W4_e2e_overhead_median", e2e_meds, "ms", "client_start_to_result_minus_1s")
     emit.series(
         "W4_server_timer_lateness_median", smeds, "ms", "history_TimerFired-TimerStarted_minus_1s"
