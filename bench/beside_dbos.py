@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -165,6 +166,16 @@ def main() -> int:
                     ratio = f"{(ours / dbos if more_is_better else dbos / ours):.2f}x"
                 show = [f"{v:.4g}" if v is not None else "-" for v in (ours, dbos)]
                 print(f"{rnd:>5}  {figure:<22} {unit:<6} {show[0]:>16} {show[1]:>10} {ratio:>7}")
+            sides_seen = [values.get((r, figure), {}) for r in range(1, args.rounds + 1)]
+            ours_all = [g["ours"] for g in sides_seen if g.get("ours")]
+            dbos_all = [g["dbos"] for g in sides_seen if g.get("dbos")]
+            if args.rounds > 1 and ours_all and dbos_all:
+                med_ours, med_dbos = statistics.median(ours_all), statistics.median(dbos_all)
+                ratio = med_ours / med_dbos if more_is_better else med_dbos / med_ours
+                print(
+                    f"{'med':>5}  {figure:<22} {unit:<6} {med_ours:>16.4g} {med_dbos:>10.4g}"
+                    f" {ratio:>6.2f}x"
+                )
     if failed:
         print(f"# {len(failed)} step(s) failed: {'; '.join(failed)}")
     return 1 if failed else 0

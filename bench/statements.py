@@ -1,0 +1,140 @@
+"""Count the SQL a workflow costs on PostgreSQL: statements and transactions per W1 workflow
+and per W2 activity step, by kind, and which transaction functions ran.
+
+    python bench/statements.py [--pg-url URL] [--n 200]
+
+Counts do not depend on the machine's speed, so unlike timings they compare across runs
+and machines (a count that grows with load, e.g. polls, shows here too). Statements are
+counted at the driver (``psycopg.Cursor.execute``, which the store's SQL goes through),
+transactions at the store (each also sends ``BEGIN`` and ``COMMIT``, not counted as
+statements) with their mean wall time, per phase: W1 (``--n`` workflows at once, one activity each) and one
+workflow of 50 activities alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH.parent))
+
+import psycopg  # noqa: E402
+import run as bench  # noqa: E402
+from workloads import SeqActivitiesWF  # noqa: E402
+
+from engine import Client  # noqa: E402
+from engine._store.gateway import Store  # noqa: E402
+
+
+class Census:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.statements: collections.Counter[str] = collections.Counter()
+        self.transactions: collections.Counter[str] = collections.Counter()
+        self.seconds: collections.Counter[str] = collections.Counter()
+
+    def reset(self) -> None:
+        with self.lock:
+            self.statements.clear()
+            self.transactions.clear()
+            self.seconds.clear()
+
+    def statement(self, sql: Any) -> None:
+        text = sql.as_string(None) if hasattr(sql, "as_string") else str(sql)
+        words = text.split(None, 3)
+        kind = " ".join(words[:1]).upper()
+        if kind in ("INSERT", "DELETE") and len(words) > 2:
+            kind += " " + words[2]
+        elif kind == "UPDATE" and len(words) > 1:
+            kind += " " + words[1]
+        elif kind == "SELECT" and "pg_notify" in text:
+            kind = "SELECT pg_notify"
+        elif kind == "SELECT" and " FROM " in text.upper():
+            rest = text.upper().split(" FROM ", 1)[1].split()
+            kind += " FROM " + (rest[0].lower() if rest else "?")
+        with self.lock:
+            self.statements[kind] += 1
+
+    def transaction(self, name: str, seconds: float) -> None:
+        with self.lock:
+            self.transactions[name] += 1
+            self.seconds[name] += seconds
+
+
+CENSUS = Census()
+
+
+def instrument() -> None:
+    execute = psycopg.Cursor.execute
+
+    def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        CENSUS.statement(query)
+        return execute(self, query, *args, **kwargs)
+
+    psycopg.Cursor.execute = counted_execute  # type: ignore[method-assign]
+    run_pooled = Store._run_pooled
+
+    def counted_run(self: Store, fn: Any, args: Any, **kwargs: Any) -> Any:
+        what = "read" if kwargs.get("read_only") else "write"
+        began = time.perf_counter()
+        try:
+            return run_pooled(self, fn, args, **kwargs)
+        finally:
+            name = f"{what} {getattr(fn, '__qualname__', fn)}"
+            CENSUS.transaction(name, time.perf_counter() - began)
+
+    Store._run_pooled = counted_run  # type: ignore[method-assign]
+
+
+def report(title: str, per: int, unit: str) -> None:
+    with CENSUS.lock:
+        statements = dict(CENSUS.statements)
+        transactions = dict(CENSUS.transactions)
+        seconds = dict(CENSUS.seconds)
+    total = sum(statements.values())
+    print(f"\n== {title}: {total / per:.1f} statements and "
+          f"{sum(transactions.values()) / per:.2f} transactions per {unit}")  # fmt: skip
+    for kind, count in sorted(statements.items(), key=lambda kv: -kv[1]):
+        print(f"   {count / per:8.2f}  {kind}")
+    print("   transactions (per unit; mean wall time each, from the store thread's view):")
+    for name, count in sorted(transactions.items(), key=lambda kv: -kv[1]):
+        print(f"   {count / per:8.2f}  {name}  ({seconds[name] / count * 1000:.2f} ms)")
+
+
+async def main(pg_url: str, n: int) -> None:
+    with bench.fresh_database("postgres", pg_url) as url:
+        client = await Client.connect(url)
+        try:
+            tq = bench.new_tq()
+            async with bench.new_worker(client, tq):
+                await bench.w1_once(client, tq, 20, 300)
+                CENSUS.reset()
+                await bench.w1_once(client, tq, n, 300)
+                report(f"W1, {n} workflows at once", n, "workflow")
+                CENSUS.reset()
+                await client.execute_workflow(
+                    SeqActivitiesWF.run, 50, id=f"one-{bench.new_tq()}", task_queue=tq
+                )
+                report("one workflow of 50 activities alone", 50, "activity step")
+        finally:
+            await client.close()
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument(
+        "--pg-url", default=os.environ.get("DURABLE_BENCH_PG_URL", bench.DEFAULT_PG_URL)
+    )
+    ap.add_argument("--n", type=int, default=200)
+    ns = ap.parse_args()
+    instrument()
+    asyncio.run(main(ns.pg_url, ns.n))
