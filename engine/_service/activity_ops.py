@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._payload_size import json_payload_size
@@ -99,7 +99,13 @@ class ActivityOps:
         """
         rs = self._run_for_activity(tx, task)
         record(rs, activities.current(rs, task.token), value)
-        if eager is None or task.run_id not in eager.cached or not rs.is_open:
+        return self._start_cached(rs, eager)
+
+    def _start_cached(self, rs: RunState, eager: Reservation | None) -> WorkflowTask | None:
+        """Flush the change to ``rs``; if it scheduled a workflow task of a run the
+        ``eager`` worker holds in its cache, start that task for the worker in the same
+        write and return it (no trip through the queue)."""
+        if eager is None or rs.run_id not in eager.cached or not rs.is_open:
             rs.flush()
             return None
         if rs.wft_wanted:
@@ -244,11 +250,38 @@ class ActivityOps:
     @operation
     def fire_due_timers(self, tx: StoreTx, limit: int = 200) -> int:
         """Fire timers that are due; return how many were looked at."""
+        return self._fire_due_timers(tx, limit, {}, {})
+
+    @operation
+    def fire_due_timers_eager(
+        self, tx: StoreTx, eager: Mapping[str, Reservation], limit: int = 200
+    ) -> tuple[int, dict[str, WorkflowTask]]:
+        """:meth:`fire_due_timers`, and where a timer schedules a workflow task of a run
+        in ``eager`` (run id -> a reservation of the worker that holds it in its cache),
+        start that task for the worker in the same write. Returns how many timers and
+        deadlines were looked at, and the tasks started by run id (the caller settles
+        every reservation: with its task, or empty)."""
+        started: dict[str, WorkflowTask] = {}
+        return self._fire_due_timers(tx, limit, eager, started), started
+
+    def _fire_due_timers(
+        self,
+        tx: StoreTx,
+        limit: int,
+        eager: Mapping[str, Reservation],
+        started: dict[str, WorkflowTask],
+    ) -> int:
         # All due timers in one transaction: twenty timers due together fire together.
         now = self.clock.now()
         rows = tx.due_timers(now, limit)
         for row in rows:
-            timers.fire_due(tx, row.id, row.run_id, now)
+            rs = timers.fire_due(tx, row.id, row.run_id, now)
+            if rs is None:
+                continue
+            reservation = eager.get(row.run_id) if row.run_id not in started else None
+            task = self._start_cached(rs, reservation)
+            if task is not None:
+                started[row.run_id] = task
         late = tx.timed_out_workflow_tasks(now, limit)
         for task in late:
             timers.workflow_task_deadline(tx, task.run_id, task.started_event_id, now)
@@ -261,6 +294,13 @@ class ActivityOps:
     def next_timer_at(self, tx: StoreTx) -> float | None:
         """When the next timer is due."""
         return tx.next_timer_at()
+
+    @operation(read=True)
+    def next_timers(self, tx: StoreTx, limit: int) -> tuple[float | None, list[tuple[str, float]]]:
+        """When the next timer is due, and the runs of the first ``limit`` timers with
+        when each is due (the timer loop reserves their workers' slots when they are)."""
+        next_at = tx.next_timer_at()
+        return next_at, [(str(r.run_id), float(r.fire_at)) for r in tx.first_timers(limit)]
 
     @operation
     def skip_to_next_timer(self, tx: StoreTx) -> bool:

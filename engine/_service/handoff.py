@@ -1,7 +1,7 @@
 """In-process hand-offs: work a transaction of this process makes, given straight to a worker
 of this process instead of through its task queue.
 
-Three hand-offs exist, each one an optimisation that never changes a history:
+Four hand-offs exist, each one an optimisation that never changes a history:
 
 - an **eager start**: a client's start runs a new run's first workflow task for a worker
   polling the run's queue (Temporal's eager workflow start);
@@ -9,7 +9,10 @@ Three hand-offs exist, each one an optimisation that never changes a history:
   run a worker holds in its sticky cache starts that task for the worker in the same
   transaction;
 - **eager activities**: a workflow task's completion starts the activities it schedules on its
-  own queue for a worker polling that queue (Temporal's eager activity dispatch).
+  own queue for a worker polling that queue (Temporal's eager activity dispatch);
+- the **task a timer schedules**: the timer loop reserves a slot with the worker that holds
+  the run of a timer coming due, and the transaction that fires the timer starts the
+  workflow task it schedules for that worker.
 
 All go through one protocol. A worker registers its runners here while they poll
 (:meth:`Handoffs.register_workflows`, :meth:`~Handoffs.register_activities`). Whoever has
@@ -168,12 +171,12 @@ class Handoffs:
                 return reservation
         return None
 
-    def offer_next(self, namespace: str, run_id: str) -> Reservation | None:
+    def offer_next(self, namespace: str | None, run_id: str) -> Reservation | None:
         """A slot for the next workflow task of ``run_id`` with a runner that holds the run
-        in its cache (on any queue of the namespace), or None."""
+        in its cache (on any queue of the namespace; of any namespace for None), or None."""
         # Snapshots: a worker on another thread's loop may register meanwhile.
         for (ns, _queue), takers in list(self._workflow.items()):
-            if ns != namespace:
+            if namespace is not None and ns != namespace:
                 continue
             for taker in list(takers):
                 reservation = taker.reserve_workflow_task(run_id)

@@ -17,8 +17,13 @@ from ..exceptions import StoreUnavailableError
 from .namespaces import SWEEP_BATCH
 from .service import Service
 from .state import TIMER_HORIZON, TIMERS_CHANNEL
+from .types import WorkflowTask
 
 log = logging.getLogger("engine.service")
+
+#: How many of the next timers the loop looks at before it waits, to reserve their
+#: workers' slots when they come due (timers due together beyond these fire as usual).
+EAGER_LOOKAHEAD = 64
 
 #: Clock seconds between two retention sweeps, and from the host's start to its first.
 SWEEP_INTERVAL = 60.0
@@ -42,6 +47,8 @@ class ServiceHost:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._next_sweep = 0.0
+        #: The first timers by due time (run id, due), read before the loop's wait.
+        self._upcoming: list[tuple[str, float]] = []
 
     def start(self) -> None:
         """Start the loop on the running event loop."""
@@ -70,7 +77,7 @@ class ServiceHost:
                 if not clock.skipping and clock.now() >= self._next_sweep:
                     await self._sweep_batch()
                 generation = notifier.generation(TIMERS_CHANNEL)
-                if await service.fire_due_timers():
+                if await self._fire_due():
                     continue
                 if await service.fire_due_schedules():
                     continue
@@ -79,7 +86,10 @@ class ServiceHost:
                     await asyncio.sleep(0.002)
                     if await service.skip_to_next_timer():
                         continue
-                next_at = await service.next_timer_at()
+                if clock.skipping:
+                    next_at = await service.next_timer_at()
+                else:
+                    next_at, self._upcoming = await service.next_timers(EAGER_LOOKAHEAD)
                 delay = self.poll_interval
                 if not clock.skipping:  # wake for the next sweep batch too
                     delay = min(delay, clock.real_delay(self._next_sweep))
@@ -97,6 +107,35 @@ class ServiceHost:
             except Exception:
                 log.exception("timer loop error; retrying in a second")
                 await asyncio.sleep(1.0)
+
+    async def _fire_due(self) -> int:
+        """Fire what is due. The timers among the upcoming ones (read before the wait)
+        that are due now belong to runs whose workers may hold them in their caches: a
+        slot is reserved with each such worker of this process, and the transaction that
+        fires the timer starts the run's workflow task for it (no poll, no wake-up)."""
+        service = self.service
+        reservations = {}
+        if self._upcoming:
+            now = service.clock.now()
+            due = 0
+            for run_id, fire_at in self._upcoming:
+                if fire_at > now:
+                    break
+                due += 1
+                if run_id not in reservations:
+                    reservation = service.handoffs.offer_next(None, run_id)
+                    if reservation is not None:
+                        reservations[run_id] = reservation
+            del self._upcoming[:due]  # the later ones stay for the next passes
+        if not reservations:
+            return await service.fire_due_timers()
+        started: dict[str, WorkflowTask] = {}
+        try:
+            fired, started = await service.fire_due_timers_eager(reservations)
+        finally:  # every reservation settled once, whatever happened
+            for run_id, reservation in reservations.items():
+                reservation.settle(started.get(run_id))
+        return fired
 
     async def _sweep_batch(self) -> int:
         """One batch of the retention sweep; the next is due at once after a full batch,

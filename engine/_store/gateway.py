@@ -52,6 +52,10 @@ from .tx import StoreTx
 T = TypeVar("T")
 log = logging.getLogger("engine.store")
 
+#: A wake-up for other processes (``LISTEN`` in :class:`PostgresListener`); sent in the
+#: commit's pipeline, so it is delivered only if the change commits.
+_NOTIFY_SQL = "SELECT pg_notify(%(c)s, %(p)s)"
+
 
 class Store:
     """A migrated database plus the threads that talk to it. Share one per process and URL."""
@@ -208,12 +212,14 @@ class Store:
                     tx = StoreTx(conn, postgres=self.postgres, read_only=read_only)
                     result = fn(tx, *args)
                     tx.write_pending_events()
-                    if self.postgres and tx.wakeups:
-                        for channel in tx.wakeups:
-                            conn.execute(
-                                sa.text("SELECT pg_notify(:c, :p)"),
-                                {"c": NOTIFY_CHANNEL, "p": f"{self._token}:{channel}"},
-                            )
+                    if self.postgres and not read_only:
+                        # The writes held back, the wake-ups and COMMIT in one round
+                        # trip; SQLAlchemy's commit then finds nothing left to commit.
+                        token = self._token
+                        tx.commit_pipelined(
+                            _NOTIFY_SQL,
+                            [{"c": NOTIFY_CHANNEL, "p": f"{token}:{c}"} for c in tx.wakeups],
+                        )
             except Exception as err:
                 # Statements run on the driver's cursor: its errors arrive unwrapped.
                 if not (isinstance(err, DBAPIError) or _is_driver_error(err)):

@@ -91,6 +91,8 @@ def _chunks(run_ids: Sequence[str]) -> list[dict[str, str]]:
 class _Tx(Protocol):
     def _q(self, q: Q, params: Any = None) -> Any: ...
 
+    def _w(self, q: Q, params: Any = None) -> None: ...
+
     def _one(self, q: Q, params: Any) -> Row | None: ...
 
 
@@ -144,7 +146,7 @@ class NamespaceQueries:
         now: float,
     ) -> None:
         """Write the namespace's changeable fields."""
-        self._q(
+        self._w(
             UPDATE_NAMESPACE,
             {
                 "n": name,
@@ -171,5 +173,5 @@ class NamespaceQueries:
             locked += [str(r[0]) for r in self._q(_LOCK_CLOSED, params).fetchall()]
         for params in _chunks(locked):
             for table in RUN_TABLES:
-                self._q(_delete_runs(table), params)
+                self._w(_delete_runs(table), params)
         return len(locked)

@@ -186,6 +186,9 @@ DUE_TIMERS = Q(
     "SELECT id, run_id FROM dn_timers WHERE fire_at <= :now AND kind <> 'schedule' "
     "ORDER BY fire_at LIMIT :lim"
 )
+FIRST_TIMERS = Q(
+    "SELECT run_id, fire_at FROM dn_timers WHERE kind <> 'schedule' ORDER BY fire_at LIMIT :lim"
+)
 NEXT_TIMER_AT = Q(
     "SELECT MIN(t) FROM (SELECT MIN(fire_at) AS t FROM dn_timers "
     f"UNION ALL SELECT MIN(timeout_at) AS t FROM dn_workflow_tasks WHERE state = {WFT_STARTED} "

@@ -84,6 +84,8 @@ DELETE_ACTIONS = Q("DELETE FROM dn_schedule_actions WHERE namespace = :ns AND sc
 class _Tx(Protocol):
     def _q(self, q: Q, params: Any = None) -> Any: ...
 
+    def _w(self, q: Q, params: Any = None) -> None: ...
+
     def _one(self, q: Q, params: Any) -> Row | None: ...
 
 
@@ -106,14 +108,14 @@ class ScheduleQueries:
 
     def update_schedule(self: _Tx, **values: Any) -> None:
         """Write a schedule's definition, state, search attributes and conflict token."""
-        self._q(UPDATE_SCHEDULE, values)
+        self._w(UPDATE_SCHEDULE, values)
 
     def delete_schedule(self: _Tx, namespace: str, schedule_id: str, key: str) -> None:
         """Remove a schedule, its timers and its action log (the runs it started stay)."""
         params = {"ns": namespace, "id": schedule_id}
-        self._q(DELETE_SCHEDULE, params)
-        self._q(DELETE_ACTIONS, params)
-        self._q(DELETE_SCHEDULE_TIMERS, {"key": key})
+        self._w(DELETE_SCHEDULE, params)
+        self._w(DELETE_ACTIONS, params)
+        self._w(DELETE_SCHEDULE_TIMERS, {"key": key})
 
     def list_schedules(self: _Tx, namespace: str, after: str, limit: int) -> Sequence[Row]:
         """The namespace's schedules with ids after ``after``, by id, at most ``limit``."""
@@ -130,11 +132,11 @@ class ScheduleQueries:
 
     def delete_schedule_timers(self: _Tx, key: str) -> None:
         """Remove every timer of a schedule."""
-        self._q(DELETE_SCHEDULE_TIMERS, {"key": key})
+        self._w(DELETE_SCHEDULE_TIMERS, {"key": key})
 
     def insert_schedule_action(self: _Tx, **values: Any) -> None:
         """Log what became of one action time."""
-        self._q(INSERT_ACTION, values)
+        self._w(INSERT_ACTION, values)
 
     def schedule_actions(
         self: _Tx, namespace: str, schedule_id: str, after: int, limit: int, newest: bool = False
@@ -151,4 +153,4 @@ class ScheduleQueries:
         params: dict[str, Any] = {"ns": namespace, "id": schedule_id, "keep": keep}
         cut = self._one(ACTION_CUT, params)
         if cut is not None:
-            self._q(TRIM_ACTIONS, {"ns": namespace, "id": schedule_id, "cut": int(cut[0])})
+            self._w(TRIM_ACTIONS, {"ns": namespace, "id": schedule_id, "cut": int(cut[0])})

@@ -46,6 +46,7 @@ from .queries import (
     FIND_UPDATE,
     FIND_UPDATE_BY_ID,
     FIRST_EVENT,
+    FIRST_TIMERS,
     GET_ACT_LOCK,
     GET_EXEC,
     GET_QUERY,
@@ -100,6 +101,16 @@ _WAITING_WFTS = (
 )
 
 Row = Any  # SQLAlchemy rows, read by column name
+
+#: The first statement of a transaction that must see one snapshot (PostgreSQL).
+_REPEATABLE_READ = Q("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+
+
+def _execute(cur: Any, sql: str, params: Any) -> None:
+    if isinstance(params, list):
+        cur.executemany(sql, params)
+    else:
+        cur.execute(sql, params or {})
 
 
 class _Cursor(Protocol):
@@ -193,34 +204,83 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         #: :meth:`after_commit`).
         self.after: list[Callable[[], None]] = []
         driver = conn.connection.driver_connection
+        self._driver: Any = driver
+        #: PostgreSQL: writes whose result nobody reads, held until the next statement
+        #: whose result is read, or the commit, then sent with it in one pipeline (one
+        #: round trip for all; ``None`` where writes go at once: SQLite, reads).
+        self._deferred: list[tuple[str, Any]] | None = None
+        #: PostgreSQL: whether a statement was sent yet (the first goes in a pipeline, so
+        #: psycopg's ``BEGIN`` travels with it instead of taking a round trip of its own).
+        self._begun = False
         if postgres:
             from psycopg.rows import namedtuple_row
 
             self._cursor: _Cursor = driver.cursor(row_factory=namedtuple_row)  # type: ignore[union-attr]
+            if not read_only:
+                self._deferred = []
+                self._wcursor: Any = driver.cursor()  # type: ignore[union-attr]
         else:
             driver.row_factory = SqliteRow  # type: ignore[union-attr]
             self._cursor = driver.cursor()  # type: ignore[union-attr]
 
     def _q(self, q: Q, params: Any = None) -> _Cursor:
+        """Run a statement whose result (rows, ``rowcount``) the caller reads."""
         cur = self._cursor
-        sql = q.pg if self.postgres else q.sqlite
-        if isinstance(params, list):
-            cur.executemany(sql, params)
-        else:
-            cur.execute(sql, params or {})
+        if self.postgres:
+            if self._deferred or not self._begun:
+                self._pipelined(q.pg, params)
+            else:
+                _execute(cur, q.pg, params)
+            return cur
+        _execute(cur, q.sqlite, params)
         return cur
+
+    def _w(self, q: Q, params: Any = None) -> None:
+        """Run a write whose result nobody reads. On PostgreSQL it waits for the next
+        :meth:`_q` or the commit and goes with it in one pipeline; a failure is then
+        raised there, still inside the transaction, which the store rolls back."""
+        if self._deferred is None:
+            self._q(q, params)
+        else:
+            self._deferred.append((q.pg, params))
+
+    def _pipelined(self, sql: str | None, params: Any, tail: Sequence[str] = ()) -> None:
+        """Send the deferred writes, then ``sql`` (whose result lands on the read cursor),
+        then each statement of ``tail``, in one pipeline: one round trip for them all."""
+        self._begun = True
+        deferred = self._deferred or []
+        with self._driver.pipeline():
+            if deferred:
+                wcur = self._wcursor
+                for text, values in deferred:
+                    _execute(wcur, text, values)
+                deferred.clear()
+            if sql is not None:
+                _execute(self._cursor, sql, params)
+            for text in tail:
+                self._wcursor.execute(text)
+
+    def commit_pipelined(self, notify_sql: str, notify_params: Sequence[Any]) -> None:
+        """PostgreSQL: send what is left (the deferred writes, one ``notify_sql`` per item
+        of ``notify_params``) and ``COMMIT``, in one pipeline. A failure raises here, with
+        the transaction rolled back or failed (the caller rolls back)."""
+        assert self._deferred is not None, "only a PostgreSQL write transaction commits so"
+        if not self._begun and not self._deferred and not notify_params:
+            return  # nothing was sent: no transaction was opened
+        self._deferred += [(notify_sql, p) for p in notify_params]
+        self._pipelined(None, None, ("COMMIT",))
 
     def _one(self, q: Q, params: Any) -> Row | None:
         return self._q(q, params).fetchone()
 
     def _insert(self, table: str, values: dict[str, Any]) -> None:
-        self._q(_insert(table, tuple(values)), values)
+        self._w(_insert(table, tuple(values)), values)
 
     def _update(self, table: str, where: dict[str, Any], values: dict[str, Any]) -> None:
         params = dict(values)
         for key, value in where.items():
             params[f"w_{key}"] = value
-        self._q(_update(table, tuple(values), tuple(where)), params)
+        self._w(_update(table, tuple(values), tuple(where)), params)
 
     # -- wake-ups ---------------------------------------------------------------------
 
@@ -382,7 +442,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         if self.pending_events:
             rows = list(self.pending_events)
             self.pending_events.clear()
-            self._q(INSERT_EVENT, rows)
+            self._w(INSERT_EVENT, rows)
 
     def read_events(
         self, run_id: str, first_event_id: int = 1, last_event_id: int | None = None
@@ -418,7 +478,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
 
     def buffer_event(self, run_id: str, event_time: float, event_type: str, attrs: str) -> None:
         """Keep an event aside until the running workflow task ends."""
-        self._q(
+        self._w(
             BUFFER_EVENT,
             {
                 "run_id": run_id,
@@ -432,7 +492,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         """Remove and return a run's buffered events, oldest first."""
         rows = self._q(READ_BUFFERED, {"run_id": run_id}).fetchall()
         if rows:
-            self._q(DELETE_BUFFERED, {"run_id": run_id})
+            self._w(DELETE_BUFFERED, {"run_id": run_id})
         return rows
 
     def drop_buffered_timer_fired(self, run_id: str, timer_id: str) -> int:
@@ -442,7 +502,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
                 continue
             attrs = json_loads(row.attributes)
             if attrs.get("timerId") == timer_id:
-                self._q(DELETE_BUFFERED_ONE, {"id": row.id})
+                self._w(DELETE_BUFFERED_ONE, {"id": row.id})
                 return int(attrs.get("startedEventId", 0))
         return 0
 
@@ -460,7 +520,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
 
     def delete_workflow_task(self, run_id: str) -> None:
         """Remove a run's workflow task."""
-        self._q(DELETE_WFT, {"run_id": run_id})
+        self._w(DELETE_WFT, {"run_id": run_id})
 
     def next_workflow_tasks(
         self, namespace: str, task_queue: str, now: float, limit: int
@@ -487,7 +547,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
             for r in self._q(Q(f"SELECT DISTINCT task_queue {waiting}"), params).fetchall()
         }
         if queues:
-            self._q(
+            self._w(
                 Q(
                     "UPDATE dn_workflow_tasks SET visible_at = :now WHERE run_id IN "
                     f"(SELECT run_id {waiting})"
@@ -520,7 +580,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
 
     def delete_activity_task(self, run_id: str, scheduled_event_id: int) -> None:
         """Remove a pending activity."""
-        self._q(DELETE_ACT, {"run_id": run_id, "sched": scheduled_event_id})
+        self._w(DELETE_ACT, {"run_id": run_id, "sched": scheduled_event_id})
 
     def leftovers_of_run(self, run_id: str) -> tuple[bool, bool, bool]:
         """Whether a run has pending activities, timers, open child runs (one read)."""
@@ -530,7 +590,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
 
     def delete_activity_tasks_of_run(self, run_id: str) -> None:
         """Remove every pending activity of a run."""
-        self._q(DELETE_ACTS_OF_RUN, {"run_id": run_id})
+        self._w(DELETE_ACTS_OF_RUN, {"run_id": run_id})
 
     def next_activity_tasks(
         self, namespace: str, task_queue: str, now: float, limit: int
@@ -546,7 +606,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         self, run_id: str, kind: str, ref: int, attempt: int, fire_at: float, data: str | None
     ) -> None:
         """Add a durable timer."""
-        self._q(
+        self._w(
             INSERT_TIMER,
             {
                 "run_id": run_id,
@@ -563,17 +623,17 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         kinds = tuple(kinds)
         params: dict[str, Any] = {"run_id": run_id, "ref": ref}
         params.update({f"k{i}": k for i, k in enumerate(kinds)})
-        self._q(_delete_timers(len(kinds), ref is not None), params)
+        self._w(_delete_timers(len(kinds), ref is not None), params)
 
     def delete_timers_of_run(self, run_id: str) -> None:
         """Remove all timers of a run."""
-        self._q(DELETE_TIMERS_OF_RUN, {"run_id": run_id})
+        self._w(DELETE_TIMERS_OF_RUN, {"run_id": run_id})
 
     def take_timer(self, timer_id: int) -> Row | None:
         """Delete a timer and return it, or None if another host already took it."""
         row = self._one(GET_TIMER, {"id": timer_id})
         if row is not None:
-            self._q(DELETE_TIMER, {"id": timer_id})
+            self._w(DELETE_TIMER, {"id": timer_id})
         return row
 
     def due_timers(self, now: float, limit: int) -> Sequence[Row]:
@@ -587,6 +647,10 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
     def timed_out_activity_attempts(self, now: float, limit: int) -> Sequence[Row]:
         """Started activity attempts past their start-to-close deadline."""
         return self._q(TIMED_OUT_ACTS, {"now": now, "lim": limit}).fetchall()
+
+    def first_timers(self, limit: int) -> Sequence[Row]:
+        """The first ``limit`` timers of runs (not schedules) by due time: run id, fire_at."""
+        return self._q(FIRST_TIMERS, {"lim": limit}).fetchall()
 
     def next_timer_at(self) -> float | None:
         """When the earliest timer is due, or None."""
@@ -614,7 +678,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         failure: str | None,
     ) -> None:
         """Record how an activity attempt ended."""
-        self._q(
+        self._w(
             END_ATTEMPT,
             {
                 "run_id": run_id,
@@ -642,12 +706,12 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         """Claim pending queries of a task queue."""
         rows = self._q(PENDING_QUERIES, {"ns": namespace, "q": task_queue, "lim": limit}).fetchall()
         for row in rows:
-            self._q(TAKE_QUERY, {"id": row.id})
+            self._w(TAKE_QUERY, {"id": row.id})
         return rows
 
     def answer_query(self, query_id: int, answer: str | None, failure: str | None) -> None:
         """Store a query's answer (or failure)."""
-        self._q(ANSWER_QUERY, {"id": query_id, "answer": answer, "failure": failure})
+        self._w(ANSWER_QUERY, {"id": query_id, "answer": answer, "failure": failure})
 
     def get_query(self, query_id: int) -> Row | None:
         """A query row."""
@@ -655,7 +719,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
 
     def delete_query(self, query_id: int) -> None:
         """Forget a query."""
-        self._q(DELETE_QUERY, {"id": query_id})
+        self._w(DELETE_QUERY, {"id": query_id})
 
     # -- updates ----------------------------------------------------------------------
 
@@ -674,7 +738,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         row = self._one(FIND_UPDATE, {"run_id": run_id, "update_id": update_id})
         if row is None:
             return 0
-        self._q(SET_UPDATE, {"id": row.id, "state": state, "outcome": outcome})
+        self._w(SET_UPDATE, {"id": row.id, "state": state, "outcome": outcome})
         return int(row.id)
 
     def find_update_by_id(self, run_id: str, update_id: str) -> Row | None:
@@ -697,7 +761,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
     def consistent_snapshot(self) -> None:
         """Make the following reads see one snapshot (PostgreSQL; SQLite already does)."""
         if self.postgres:
-            self.conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            self._q(_REPEATABLE_READ)
 
     def work_in_progress(self, now: float) -> bool:
         """Whether any task is ready or running (the time-skipping clock waits for it)."""

@@ -45,6 +45,8 @@ class _Tx(Protocol):
 
     def _q(self, q: Q, params: Any = None) -> Any: ...
 
+    def _w(self, q: Q, params: Any = None) -> None: ...
+
 
 def _ordered(column: str, postgres: bool) -> str:
     collate = ' COLLATE "C"' if postgres and column in _CODE_POINT_ORDER else ""
@@ -71,13 +73,13 @@ class VisibilityQueries:
 
     def insert_visibility(self: _Tx, **values: Any) -> None:
         """Insert a run's visibility row."""
-        self._q(_insert("dn_visibility", tuple(values)), values)
+        self._w(_insert("dn_visibility", tuple(values)), values)
 
     def update_visibility(self: _Tx, run_id: str, **values: Any) -> None:
         """Change columns of a run's visibility row."""
         params = dict(values)
         params["w_run_id"] = run_id
-        self._q(_update("dn_visibility", tuple(values), ("run_id",)), params)
+        self._w(_update("dn_visibility", tuple(values), ("run_id",)), params)
 
     def get_visibility(self: _Tx, run_id: str) -> Row | None:
         """A run's visibility row."""
@@ -138,7 +140,7 @@ class VisibilityQueries:
         self: _Tx, namespace: str, name: str, value_type: int, column: str, now: float
     ) -> None:
         """Register a custom search attribute held in ``column``."""
-        self._q(
+        self._w(
             ADD_SEARCH_ATTRIBUTE,
             {"ns": namespace, "name": name, "t": value_type, "col": column, "now": now},
         )
@@ -159,13 +161,13 @@ class VisibilityQueries:
             fields = json.loads(held)
             if name in fields:
                 del fields[name]
-                self._q(
+                self._w(
                     Q("UPDATE dn_visibility SET search_attributes = :j WHERE run_id = :r"),
                     {"j": json.dumps(fields) if fields else None, "r": run_id},
                 )
         sql = f"UPDATE dn_visibility SET {column} = NULL WHERE namespace = :ns"
-        self._q(Q(sql), {"ns": namespace})
+        self._w(Q(sql), {"ns": namespace})
 
     def remove_search_attribute(self: _Tx, namespace: str, name: str) -> None:
         """Unregister a custom search attribute (its column is cleared by the caller)."""
-        self._q(REMOVE_SEARCH_ATTRIBUTE, {"ns": namespace, "name": name})
+        self._w(REMOVE_SEARCH_ATTRIBUTE, {"ns": namespace, "name": name})

@@ -183,3 +183,56 @@ async def test_disable_eager_activity_execution_sends_activities_through_the_que
         )
         assert await asyncio.wait_for(handle.result(), 60) == 8
     assert started == []
+
+
+@workflow.defn
+class Naps:
+    """Two short timers in a row."""
+
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.sleep(0.3)
+        await workflow.sleep(0.3)
+        return "rested"
+
+
+async def test_a_fired_timer_hands_the_task_it_schedules_to_the_worker_caching_the_run(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The timer loop (the worker's own host) reserves a slot with the worker that caches
+    # the run before the timer is due; the transaction that fires the timer starts the
+    # run's next workflow task for that worker, which is given it without polling.
+    handed: list[tuple[str, str | None]] = []
+    settle = WorkflowRunner.settle_workflow_task
+
+    def spy(self: WorkflowRunner, reservation: Any, task: Any) -> None:
+        handed.append((reservation.kind, None if task is None else task.run_id))
+        settle(self, reservation, task)
+
+    monkeypatch.setattr(WorkflowRunner, "settle_workflow_task", spy)
+    # The worker polls once, then only when its queue is notified: a poll in flight holds
+    # the free slots, and a periodic one could hold them when a timer comes due.
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[Naps],
+        identity="napper",
+        poll_interval=timedelta(seconds=60),
+    ) as w:
+        handle = await client.start_workflow(
+            Naps.run, id="naps-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        assert await asyncio.wait_for(handle.result(), 60) == "rested"
+        assert w._workflows is not None
+        await _idle(w._workflows)
+    run_id = handle.result_run_id
+    # One hand-off per timer, each with the task.
+    assert [r for kind, r in handed if kind == "next"] == [run_id, run_id], handed
+    events = (await handle.fetch_history()).events
+    kinds = [e.event_type for e in events]
+    assert kinds.count("TimerFired") == 2
+    assert "WorkflowTaskTimedOut" not in kinds
+    for i, kind in enumerate(kinds):
+        if kind == "TimerFired":  # the task it scheduled was started by the worker
+            started = next(e for e in events[i:] if e.event_type == "WorkflowTaskStarted")
+            assert started.attributes["identity"] == "napper"

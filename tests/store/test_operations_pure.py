@@ -310,6 +310,25 @@ async def fire_due_timers(svc: Service, clock: FrozenClock) -> Op:
     return lambda: svc.fire_due_timers()
 
 
+async def fire_due_timers_eager(svc: Service, clock: FrozenClock) -> Op:
+    """A timer whose run the worker holds starts the run's next task for it in the same
+    write; a second run's timer (not held) schedules its task on the queue."""
+    held = await _workflow_task(svc)
+    await svc.complete_workflow_task(
+        held, [cmd.StartTimer(seq=1, timer_id="t1", duration=5.0)], WORKER
+    )
+    other = await _workflow_task(svc, "wf-2")
+    await svc.complete_workflow_task(
+        other, [cmd.StartTimer(seq=1, timer_id="t2", duration=5.0)], WORKER
+    )
+    eager = {
+        held.run_id: _reservation("next", {held.run_id: 5}),
+        other.run_id: _reservation("next", {}),
+    }
+    clock.t += 10.0
+    return lambda: svc.fire_due_timers_eager(eager)
+
+
 async def skip_to_next_timer(svc: Service, clock: FrozenClock) -> Op:
     task = await _workflow_task(svc)
     await svc.complete_workflow_task(
@@ -468,6 +487,7 @@ CASES: dict[str, list[Setup]] = {
     "settle_activity_by_ref": [settle_activity_by_token, fail_activity_by_ids],
     "heartbeat_activity_by_ref": [heartbeat_activity_by_ref],
     "fire_due_timers": [fire_due_timers],
+    "fire_due_timers_eager": [fire_due_timers_eager],
     "skip_to_next_timer": [skip_to_next_timer],
     "add_search_attributes": [add_search_attributes],
     "remove_search_attributes": [remove_search_attributes],
