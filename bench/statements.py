@@ -6,6 +6,8 @@ and per W2 activity step, by kind, and which transaction functions ran.
 Counts do not depend on the machine's speed, so unlike timings they compare across runs
 and machines (a count that grows with load, e.g. polls, shows here too). Statements are
 counted at the driver (``psycopg.Cursor.execute``, which the store's SQL goes through),
+round trips as the waits for the server psycopg makes (one per statement outside a pipeline,
+plus one for its ``BEGIN``; one per pipeline block; one per ``COMMIT`` outside one),
 transactions at the store (each also sends ``BEGIN`` and ``COMMIT``, not counted as
 statements) with their mean wall time, per phase: W1 (``--n`` workflows at once, one activity each) and one
 workflow of 50 activities alone.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import os
 import sys
 import threading
@@ -41,12 +44,14 @@ class Census:
         self.statements: collections.Counter[str] = collections.Counter()
         self.transactions: collections.Counter[str] = collections.Counter()
         self.seconds: collections.Counter[str] = collections.Counter()
+        self.waits = 0
 
     def reset(self) -> None:
         with self.lock:
             self.statements.clear()
             self.transactions.clear()
             self.seconds.clear()
+            self.waits = 0
 
     def statement(self, sql: Any) -> None:
         text = sql.as_string(None) if hasattr(sql, "as_string") else str(sql)
@@ -64,6 +69,11 @@ class Census:
         with self.lock:
             self.statements[kind] += 1
 
+    def round_trips(self, n: int) -> None:
+        if n:
+            with self.lock:
+                self.waits += n
+
     def transaction(self, name: str, seconds: float) -> None:
         with self.lock:
             self.transactions[name] += 1
@@ -73,14 +83,51 @@ class Census:
 CENSUS = Census()
 
 
+def _waits(conn: Any) -> int:
+    """Round trips a statement sent now costs: none inside a pipeline (its sync is
+    counted once, at the end of the block); one outside, plus one for psycopg's BEGIN
+    when no transaction is open."""
+    pgconn = conn.pgconn
+    if pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
+        return 0
+    idle = pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    return 1 + (1 if idle and not conn.autocommit else 0)
+
+
 def instrument() -> None:
     execute = psycopg.Cursor.execute
+    executemany = psycopg.Cursor.executemany
+    commit = psycopg.Connection.commit
+    pipeline = psycopg.Connection.pipeline
 
     def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
         CENSUS.statement(query)
+        CENSUS.round_trips(_waits(self.connection))
         return execute(self, query, *args, **kwargs)
 
+    def counted_executemany(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        CENSUS.statement(query)
+        # Outside a pipeline, psycopg sends the batch (and BEGIN) in one of its own.
+        CENSUS.round_trips(min(1, _waits(self.connection)))
+        return executemany(self, query, *args, **kwargs)
+
+    def counted_commit(self: Any) -> Any:
+        if self.pgconn.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            CENSUS.round_trips(1)
+        return commit(self)
+
+    @contextlib.contextmanager
+    def counted_pipeline(self: Any) -> Any:
+        outer = self.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
+        with pipeline(self) as p:
+            yield p
+        if outer:
+            CENSUS.round_trips(1)  # the sync at the end of the block
+
     psycopg.Cursor.execute = counted_execute  # type: ignore[method-assign]
+    psycopg.Cursor.executemany = counted_executemany  # type: ignore[method-assign]
+    psycopg.Connection.commit = counted_commit  # type: ignore[method-assign]
+    psycopg.Connection.pipeline = counted_pipeline  # type: ignore[method-assign,assignment]
     run_pooled = Store._run_pooled
 
     def counted_run(self: Store, fn: Any, args: Any, **kwargs: Any) -> Any:
@@ -100,8 +147,9 @@ def report(title: str, per: int, unit: str) -> None:
         statements = dict(CENSUS.statements)
         transactions = dict(CENSUS.transactions)
         seconds = dict(CENSUS.seconds)
+        waits = CENSUS.waits
     total = sum(statements.values())
-    print(f"\n== {title}: {total / per:.1f} statements and "
+    print(f"\n== {title}: {total / per:.1f} statements, {waits / per:.1f} round trips and "
           f"{sum(transactions.values()) / per:.2f} transactions per {unit}")  # fmt: skip
     for kind, count in sorted(statements.items(), key=lambda kv: -kv[1]):
         print(f"   {count / per:8.2f}  {kind}")

@@ -240,7 +240,7 @@ class ActivityOps:
         return rs, act
 
     def _run_for_activity(self, tx: StoreTx, task: ActivityTask) -> RunState:
-        rs = RunState.lock(tx, task.run_id, self.clock.now())
+        rs = RunState.lock(tx, task.run_id, self.clock.now(), task.token[1])
         if rs is None or not rs.is_open:
             raise ActivityNotFoundError(f"run {task.run_id} is closed")
         return rs

@@ -167,10 +167,13 @@ class RunState:
         self.after_commands: list[Callable[[], None]] = []
 
     @classmethod
-    def lock(cls, tx: StoreTx, run_id: str, now: float) -> RunState | None:
-        """Lock a run and read it with its workflow task (one read on SQLite); None if the
-        run does not exist."""
-        row, wft = tx.lock_execution_and_workflow_task(run_id)
+    def lock(
+        cls, tx: StoreTx, run_id: str, now: float, activity: int | None = None
+    ) -> RunState | None:
+        """Lock a run and read it with its workflow task (one read on SQLite, one round
+        trip on PostgreSQL, which also reads the row of ``activity``, a scheduled event id,
+        when given); None if the run does not exist."""
+        row, wft = tx.lock_execution_and_workflow_task(run_id, activity)
         if row is None:
             return None
         rs = cls(tx, row, now)

@@ -8,11 +8,9 @@ than the database work itself).
 
 from __future__ import annotations
 
-import operator
-import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import SimpleNamespace
-from typing import Any, Protocol
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -85,6 +83,9 @@ from .queries import (
     _insert,
     _update,
 )
+from .rows import Row as Row
+from .rows import SqliteRow, _Cursor
+from .rows import column as column
 from .schedules import ScheduleQueries
 from .schema import EXEC_RUNNING, WFT_SCHEDULED
 from .visibility import VisibilityQueries
@@ -100,8 +101,6 @@ _WAITING_WFTS = (
     f"AND status = {EXEC_RUNNING})"
 )
 
-Row = Any  # SQLAlchemy rows, read by column name
-
 #: The first statement of a transaction that must see one snapshot (PostgreSQL).
 _REPEATABLE_READ = Q("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
@@ -111,57 +110,6 @@ def _execute(cur: Any, sql: str, params: Any) -> None:
         cur.executemany(sql, params)
     else:
         cur.execute(sql, params or {})
-
-
-class _Cursor(Protocol):
-    def fetchone(self) -> Row | None: ...
-    def fetchall(self) -> list[Row]: ...
-    def execute(self, sql: str, params: Any) -> object: ...
-    def executemany(self, sql: str, params: Any) -> object: ...
-    @property
-    def rowcount(self) -> int: ...
-
-
-class SqliteRow(sqlite3.Row):
-    """A SQLite row that also reads columns as attributes (``row.run_id``)."""
-
-    __slots__ = ()
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except IndexError:
-            raise AttributeError(name) from None
-
-
-def _column_properties() -> None:
-    # Reading ``row.run_id`` through __getattr__ first fails the normal lookup: the
-    # columns of the schema get C-level getters instead (the hot path reads ~100 per run).
-    # A schema column the query did not select raises IndexError (not AttributeError), so
-    # rows are read for the columns their query names, never probed with getattr/hasattr:
-    # column() is the probe that works on every row type. (A getter turning IndexError into
-    # AttributeError would add a Python call to each of the ~80 reads a workflow makes.)
-    from .schema import metadata
-
-    names = {c.name for table in metadata.tables.values() for c in table.columns}
-    for name in sorted(names):
-        if not hasattr(SqliteRow, name):
-            setattr(SqliteRow, name, property(operator.itemgetter(name)))
-
-
-_column_properties()
-
-
-def column(row: Row, name: str, default: Any = None) -> Any:
-    """``row.<name>``, or ``default`` when the row has no such column, on every row type
-    the store hands out (:class:`SqliteRow`, psycopg's named tuples) and on the plain
-    objects the service builds for new runs. ``getattr(row, name, default)`` is not that:
-    a :class:`SqliteRow` raises IndexError for a schema column its query did not select.
-    """
-    try:
-        return getattr(row, name)
-    except (AttributeError, IndexError):
-        return default
 
 
 class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
@@ -212,10 +160,15 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         #: PostgreSQL: whether a statement was sent yet (the first goes in a pipeline, so
         #: psycopg's ``BEGIN`` travels with it instead of taking a round trip of its own).
         self._begun = False
+        #: PostgreSQL: an activity row read (and locked) with its run by
+        #: :meth:`lock_execution_and_workflow_task`, for the next :meth:`get_activity_task`
+        #: of that activity: ``(run_id, scheduled_event_id, row)``.
+        self._prefetched_act: tuple[str, int, Row | None] | None = None
         if postgres:
             from psycopg.rows import namedtuple_row
 
             self._cursor: _Cursor = driver.cursor(row_factory=namedtuple_row)  # type: ignore[union-attr]
+            self._rows = namedtuple_row
             if not read_only:
                 self._deferred = []
                 self._wcursor: Any = driver.cursor()  # type: ignore[union-attr]
@@ -234,6 +187,22 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
             return cur
         _execute(cur, q.sqlite, params)
         return cur
+
+    def _q_many(self, *statements: tuple[Q, Any]) -> list[list[Row]]:
+        """PostgreSQL: run reads one after another in one pipeline (one round trip, with
+        whatever writes were held back first); the rows of each."""
+        cursors = [self._cursor] + [
+            self._driver.cursor(row_factory=self._rows) for _ in statements[1:]
+        ]
+        self._begun = True
+        deferred = self._deferred or []
+        with self._driver.pipeline():
+            for text, values in deferred:
+                _execute(self._wcursor, text, values)
+            deferred.clear()
+            for cur, (q, params) in zip(cursors, statements, strict=True):
+                _execute(cur, q.pg, params)
+        return [cur.fetchall() for cur in cursors]
 
     def _w(self, q: Q, params: Any = None) -> None:
         """Run a write whose result nobody reads. On PostgreSQL it waits for the next
@@ -317,16 +286,34 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         """Read a run and lock it for this transaction (every change to a run starts here)."""
         return self._one(LOCK_EXEC, {"run_id": run_id})
 
-    def lock_execution_and_workflow_task(self, run_id: str) -> tuple[Row | None, Any]:
-        """:meth:`lock_execution` then :meth:`get_workflow_task`.
+    def lock_execution_and_workflow_task(
+        self, run_id: str, activity: int | None = None
+    ) -> tuple[Row | None, Any]:
+        """:meth:`lock_execution` then :meth:`get_workflow_task` (and, given ``activity``,
+        a scheduled event id, that activity's row for the next :meth:`get_activity_task`).
 
         One statement on SQLite, where the transaction holds the write lock from its start.
-        Two on PostgreSQL: a statement that waited for the run's lock re-reads the run but
-        not the joined task row, which another transaction may have just changed.
+        Two (or three) on PostgreSQL, sent in one pipeline: a statement that waited for the
+        run's lock re-reads the run but not a joined row, which another transaction may
+        have just changed; the statements after it start once it has the lock, so they
+        read the rows as the last transaction to hold the lock left them (every change to
+        a task row locks its run first).
         """
         if self.postgres:
-            row = self.lock_execution(run_id)
-            return row, (self.get_workflow_task(run_id) if row is not None else None)
+            reads: list[tuple[Q, Any]] = [
+                (LOCK_EXEC, {"run_id": run_id}),
+                (GET_WFT, {"run_id": run_id}),
+            ]
+            if activity is not None:
+                reads.append((GET_ACT_LOCK, {"run_id": run_id, "sched": activity}))
+            found = self._q_many(*reads)
+            row = found[0][0] if found[0] else None
+            if row is None:
+                return None, None
+            if activity is not None:
+                act = found[2][0] if found[2] else None
+                self._prefetched_act = (run_id, activity, act)
+            return row, (found[1][0] if found[1] else None)
         row = self._one(LOCK_EXEC_WFT, {"run_id": run_id})
         if row is None:
             return None, None
@@ -560,10 +547,14 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
 
     def insert_activity_task(self, **values: Any) -> None:
         """Add a pending activity."""
+        self._prefetched_act = None
         self._insert("dn_activity_tasks", values)
 
     def get_activity_task(self, run_id: str, scheduled_event_id: int) -> Row | None:
         """A pending activity (locked on PostgreSQL)."""
+        held, self._prefetched_act = self._prefetched_act, None
+        if held is not None and held[0] == run_id and held[1] == scheduled_event_id:
+            return held[2]
         return self._one(GET_ACT_LOCK, {"run_id": run_id, "sched": scheduled_event_id})
 
     def activity_tasks_of_run(self, run_id: str) -> Sequence[Row]:
@@ -572,6 +563,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
 
     def update_activity_task(self, run_id: str, scheduled_event_id: int, **values: Any) -> None:
         """Change a pending activity."""
+        self._prefetched_act = None
         self._update(
             "dn_activity_tasks",
             {"run_id": run_id, "scheduled_event_id": scheduled_event_id},
@@ -580,6 +572,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
 
     def delete_activity_task(self, run_id: str, scheduled_event_id: int) -> None:
         """Remove a pending activity."""
+        self._prefetched_act = None
         self._w(DELETE_ACT, {"run_id": run_id, "sched": scheduled_event_id})
 
     def leftovers_of_run(self, run_id: str) -> tuple[bool, bool, bool]:
@@ -590,6 +583,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
 
     def delete_activity_tasks_of_run(self, run_id: str) -> None:
         """Remove every pending activity of a run."""
+        self._prefetched_act = None
         self._w(DELETE_ACTS_OF_RUN, {"run_id": run_id})
 
     def next_activity_tasks(
