@@ -67,6 +67,8 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.url = libpq_url
         self.counts: collections.Counter[str] = collections.Counter()
+        #: Ungranted locks seen, by what they are on.
+        self.locks: collections.Counter[str] = collections.Counter()
         self.samples = 0
         self._done = threading.Event()
         self._me = os.getpid()
@@ -81,6 +83,14 @@ class Sampler(threading.Thread):
                     "current_database() AND query NOT LIKE 'LISTEN%%'",
                     (own,),
                 ).fetchall()
+                # Which object an ungranted lock is on (e.g. NOTIFY's commit lock: class
+                # pg_database, object 0).
+                for kind, cls, obj, mode in conn.execute(
+                    "SELECT locktype, classid::regclass::text, objid, mode FROM pg_locks "
+                    "WHERE NOT granted AND pid <> %s",
+                    (own,),
+                ).fetchall():
+                    self.locks[f"{kind} {cls or ''} {obj or ''} {mode}".strip()] += 1
                 self.samples += 1
                 for state, kind, event in rows:
                     if state == "idle":
@@ -170,6 +180,7 @@ async def measure(url: str, libpq_url: str, procs: int, n: int, reps: int) -> di
         "client_cpu": me / wall,
         "server_cpu": server / wall,
         "waits": sampler.counts,
+        "locks": sampler.locks,
         "samples": sampler.samples,
     }
 
@@ -212,6 +223,10 @@ def main() -> None:
         print(f"   the engine's connections, {got['samples']} samples of pg_stat_activity:")
         for what, count in got["waits"].most_common(8):
             print(f"   {count / total * 100:6.1f} %  {what}")
+        if got["locks"]:
+            print("   locks waited for (samples):")
+            for what, count in got["locks"].most_common(4):
+                print(f"   {count:7d}  {what}")
 
 
 if __name__ == "__main__":
