@@ -54,6 +54,21 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return types
 
 
+@pytest.fixture
+def handed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str | None]]:
+    """The workflow-task hand-offs settled: (reservation kind, run id of the task given,
+    or None when the slot came back unused)."""
+    settled: list[tuple[str, str | None]] = []
+    settle = WorkflowRunner.settle_workflow_task
+
+    def spy(self: WorkflowRunner, reservation: Any, task: Any) -> None:
+        settled.append((reservation.kind, None if task is None else task.run_id))
+        settle(self, reservation, task)
+
+    monkeypatch.setattr(WorkflowRunner, "settle_workflow_task", spy)
+    return settled
+
+
 async def _idle(runner: WorkflowRunner | ActivityRunner) -> None:
     """Wait until the runner polls and every slot is free again."""
     for _ in range(2000):
@@ -68,18 +83,10 @@ async def _idle(runner: WorkflowRunner | ActivityRunner) -> None:
 
 
 async def test_an_activity_outcome_hands_the_next_task_to_the_worker_caching_the_run(
-    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+    client: Client, task_queue: str, handed: list[tuple[str, str | None]]
 ) -> None:
     # Workflows and activities on two workers (two queues): the activity worker's outcome
     # still starts the run's next workflow task for the workflow worker, which holds it.
-    handed: list[tuple[str, str | None]] = []
-    settle = WorkflowRunner.settle_workflow_task
-
-    def spy(self: WorkflowRunner, reservation: Any, task: Any) -> None:
-        handed.append((reservation.kind, None if task is None else task.run_id))
-        settle(self, reservation, task)
-
-    monkeypatch.setattr(WorkflowRunner, "settle_workflow_task", spy)
     activity_queue = task_queue + "-activities"
     async with (
         Worker(client, task_queue=task_queue, workflows=[Chain], identity="wf-worker") as wfs,
@@ -197,19 +204,11 @@ class Naps:
 
 
 async def test_a_fired_timer_hands_the_task_it_schedules_to_the_worker_caching_the_run(
-    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+    client: Client, task_queue: str, handed: list[tuple[str, str | None]]
 ) -> None:
     # The timer loop (the worker's own host) reserves a slot with the worker that caches
     # the run before the timer is due; the transaction that fires the timer starts the
     # run's next workflow task for that worker, which is given it without polling.
-    handed: list[tuple[str, str | None]] = []
-    settle = WorkflowRunner.settle_workflow_task
-
-    def spy(self: WorkflowRunner, reservation: Any, task: Any) -> None:
-        handed.append((reservation.kind, None if task is None else task.run_id))
-        settle(self, reservation, task)
-
-    monkeypatch.setattr(WorkflowRunner, "settle_workflow_task", spy)
     # The worker polls once, then only when its queue is notified: a poll in flight holds
     # the free slots, and a periodic one could hold them when a timer comes due.
     async with Worker(
