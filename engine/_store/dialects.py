@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import queue
 import random
 import threading
 import time
@@ -245,80 +243,3 @@ class PostgresListener:
                     )
                 self._stop.wait(delay * random.uniform(0.8, 1.2))
                 delay = min(delay * 1.5, 1.0)
-
-
-class PostgresNotifier:
-    """A thread that sends this store's wake-ups to other processes, after commit.
-
-    A ``NOTIFY`` inside a transaction makes PostgreSQL take a database-wide lock at its
-    commit and hold it until the commit is flushed, so every notifying transaction of every
-    process commits one at a time (``Lock:object`` on ``pg_database`` in
-    ``pg_stat_activity``; ``bench/scale.py``). So the store sends them here instead, once
-    the change has committed, from a connection of its own in autocommit with
-    ``synchronous_commit`` off (a notification is not durable anyway), batched: everything
-    queued meanwhile goes in one statement. A batch that cannot be sent (the database is
-    down) is dropped with a debug line; other processes then find the work at their next
-    poll, and a listener that reconnects wakes all its waiters anyway.
-    """
-
-    def __init__(self, url: URL) -> None:
-        self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        self._queue: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="durable-pg-notify", daemon=True)
-        #: Statements sent (one per batch), for tests and benchmarks.
-        self.batches = 0
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def send(self, payloads: list[str]) -> None:
-        """Queue notifications (``NOTIFY_CHANNEL`` payloads) for other processes."""
-        if payloads:
-            self._queue.put(payloads)
-
-    def stop(self) -> None:
-        """Send what is queued, then stop (within a few seconds)."""
-        self._queue.put(None)
-        self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        import psycopg
-
-        conn: Any = None
-        try:
-            while True:
-                item = self._queue.get()
-                if item is None:
-                    return
-                batch = dict.fromkeys(item)  # in order, each payload once
-                stop = False
-                while True:
-                    try:
-                        more = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if more is None:
-                        stop = True
-                        break
-                    batch.update(dict.fromkeys(more))
-                try:
-                    if conn is None or conn.closed:
-                        conn = psycopg.connect(self._conninfo, autocommit=True, **PG_CONNECT_ARGS)
-                        conn.execute("SET synchronous_commit = off")
-                    conn.execute(
-                        "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p",
-                        (NOTIFY_CHANNEL, list(batch)),
-                    )
-                    self.batches += 1
-                except Exception as err:
-                    log.debug("wake-ups for other processes not sent (%s)", err)
-                    if conn is not None:
-                        with contextlib.suppress(Exception):
-                            conn.close()
-                    conn = None
-                if stop:
-                    return
-        finally:
-            if conn is not None:
-                with contextlib.suppress(Exception):
-                    conn.close()

@@ -43,7 +43,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 
 from ..exceptions import DurableError, StoreConflictError, StoreError
-from .dialects import PostgresListener, PostgresNotifier, create_engine, parse_url
+from .dialects import NOTIFY_CHANNEL, PostgresListener, create_engine, parse_url
 from .migrations import migrate
 from .notify import Notifier
 from .outage import CONTENTION, LOST, Outage, RetryConfig, Waiting, classify
@@ -51,6 +51,10 @@ from .tx import StoreTx
 
 T = TypeVar("T")
 log = logging.getLogger("engine.store")
+
+#: A wake-up for other processes (``LISTEN`` in :class:`PostgresListener`); sent in the
+#: commit's pipeline, so it is delivered only if the change commits.
+_NOTIFY_SQL = "SELECT pg_notify(%(c)s, %(p)s)"
 
 
 class Store:
@@ -73,8 +77,6 @@ class Store:
         self._writer: _BatchingWriter | None = None
         self._readers: _SqliteReaders | None = None
         self._listener: PostgresListener | None = None
-        #: PostgreSQL: sends the wake-ups of committed changes to other processes.
-        self._remote: PostgresNotifier | None = None
         self._closed = False
         #: Set by :meth:`close`: operations waiting for the database stop waiting.
         self._closing = threading.Event()
@@ -119,8 +121,6 @@ class Store:
         if self.postgres:
             self._listener = PostgresListener(self.url, self._remote_notify, self.notifier.wake_all)
             self._listener.start()
-            self._remote = PostgresNotifier(self.url)
-            self._remote.start()
         else:
             self._readers = _SqliteReaders(self)
             self._writer = _BatchingWriter(self)
@@ -213,9 +213,13 @@ class Store:
                     result = fn(tx, *args)
                     tx.write_pending_events()
                     if self.postgres and not read_only:
-                        # The writes held back and COMMIT in one round trip; SQLAlchemy's
-                        # commit then finds nothing left to commit.
-                        tx.commit_pipelined()
+                        # The writes held back, the wake-ups and COMMIT in one round
+                        # trip; SQLAlchemy's commit then finds nothing left to commit.
+                        token = self._token
+                        tx.commit_pipelined(
+                            _NOTIFY_SQL,
+                            [{"c": NOTIFY_CHANNEL, "p": f"{token}:{c}"} for c in tx.wakeups],
+                        )
             except Exception as err:
                 # Statements run on the driver's cursor: its errors arrive unwrapped.
                 if not (isinstance(err, DBAPIError) or _is_driver_error(err)):
@@ -241,9 +245,6 @@ class Store:
             self.outage.up()
             _run_effects(tx.after)
             self.notifier.notify_many(tx.wakeups, tx.messages)
-            if self._remote is not None and tx.wakeups:
-                token = self._token
-                self._remote.send([f"{token}:{channel}" for channel in tx.wakeups])
             return result
 
     @property
@@ -284,8 +285,6 @@ class Store:
         self._closing.set()
         if self._listener is not None:
             self._listener.stop()
-        if self._remote is not None:
-            self._remote.stop()
         if self._writer is not None:
             self._writer.stop()
         if self._readers is not None:

@@ -229,12 +229,14 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
             for text in tail:
                 self._wcursor.execute(text)
 
-    def commit_pipelined(self) -> None:
-        """PostgreSQL: send the deferred writes and ``COMMIT`` in one pipeline. A failure
-        raises here, with the transaction rolled back or failed (the caller rolls back)."""
+    def commit_pipelined(self, notify_sql: str, notify_params: Sequence[Any]) -> None:
+        """PostgreSQL: send what is left (the deferred writes, one ``notify_sql`` per item
+        of ``notify_params``) and ``COMMIT``, in one pipeline. A failure raises here, with
+        the transaction rolled back or failed (the caller rolls back)."""
         assert self._deferred is not None, "only a PostgreSQL write transaction commits so"
-        if not self._begun and not self._deferred:
+        if not self._begun and not self._deferred and not notify_params:
             return  # nothing was sent: no transaction was opened
+        self._deferred += [(notify_sql, p) for p in notify_params]
         self._pipelined(None, None, ("COMMIT",))
 
     def _one(self, q: Q, params: Any) -> Row | None:
