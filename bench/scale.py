@@ -71,7 +71,6 @@ class Sampler(threading.Thread):
         self.locks: collections.Counter[str] = collections.Counter()
         self.samples = 0
         self._done = threading.Event()
-        self._me = os.getpid()
 
     def run(self) -> None:
         with psycopg.connect(self.url, autocommit=True) as conn:

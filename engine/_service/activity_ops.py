@@ -250,7 +250,7 @@ class ActivityOps:
     @operation
     def fire_due_timers(self, tx: StoreTx, limit: int = 200) -> int:
         """Fire timers that are due; return how many were looked at."""
-        return self._fire_due_timers(tx, limit, {}, {})
+        return self._fire_due_timers(tx, limit, {})[0]
 
     @operation
     def fire_due_timers_eager(
@@ -261,16 +261,12 @@ class ActivityOps:
         start that task for the worker in the same write. Returns how many timers and
         deadlines were looked at, and the tasks started by run id (the caller settles
         every reservation: with its task, or empty)."""
-        started: dict[str, WorkflowTask] = {}
-        return self._fire_due_timers(tx, limit, eager, started), started
+        return self._fire_due_timers(tx, limit, eager)
 
     def _fire_due_timers(
-        self,
-        tx: StoreTx,
-        limit: int,
-        eager: Mapping[str, Reservation],
-        started: dict[str, WorkflowTask],
-    ) -> int:
+        self, tx: StoreTx, limit: int, eager: Mapping[str, Reservation]
+    ) -> tuple[int, dict[str, WorkflowTask]]:
+        started: dict[str, WorkflowTask] = {}
         # All due timers in one transaction: twenty timers due together fire together.
         now = self.clock.now()
         rows = tx.due_timers(now, limit)
@@ -288,7 +284,7 @@ class ActivityOps:
         hung = tx.timed_out_activity_attempts(now, limit)
         for act in hung:
             timers.activity_deadline(tx, act.run_id, act.scheduled_event_id, act.attempt, now)
-        return len(rows) + len(late) + len(hung)
+        return len(rows) + len(late) + len(hung), started
 
     @operation(read=True)
     def next_timer_at(self, tx: StoreTx) -> float | None:

@@ -195,11 +195,8 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
             self._driver.cursor(row_factory=self._rows) for _ in statements[1:]
         ]
         self._begun = True
-        deferred = self._deferred or []
         with self._driver.pipeline():
-            for text, values in deferred:
-                _execute(self._wcursor, text, values)
-            deferred.clear()
+            self._send_deferred()
             for cur, (q, params) in zip(cursors, statements, strict=True):
                 _execute(cur, q.pg, params)
         return [cur.fetchall() for cur in cursors]
@@ -217,17 +214,19 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         """Send the deferred writes, then ``sql`` (whose result lands on the read cursor),
         then each statement of ``tail``, in one pipeline: one round trip for them all."""
         self._begun = True
-        deferred = self._deferred or []
         with self._driver.pipeline():
-            if deferred:
-                wcur = self._wcursor
-                for text, values in deferred:
-                    _execute(wcur, text, values)
-                deferred.clear()
+            self._send_deferred()
             if sql is not None:
                 _execute(self._cursor, sql, params)
             for text in tail:
                 self._wcursor.execute(text)
+
+    def _send_deferred(self) -> None:
+        """Queue the writes held back on the pipeline that is open (PostgreSQL)."""
+        if self._deferred:
+            for text, values in self._deferred:
+                _execute(self._wcursor, text, values)
+            self._deferred.clear()
 
     def commit_pipelined(self, notify_sql: str, notify_params: Sequence[Any]) -> None:
         """PostgreSQL: send what is left (the deferred writes, one ``notify_sql`` per item
