@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._payload_size import json_payload_size
@@ -250,26 +250,39 @@ class ActivityOps:
     @operation
     def fire_due_timers(self, tx: StoreTx, limit: int = 200) -> int:
         """Fire timers that are due; return how many were looked at."""
-        return self._fire_due_timers(tx, limit, {})[0]
+        return self._fire_due_timers(tx, limit, {}, ())[0]
 
     @operation
     def fire_due_timers_eager(
-        self, tx: StoreTx, eager: Mapping[str, Reservation], limit: int = 200
+        self,
+        tx: StoreTx,
+        eager: Mapping[str, Reservation],
+        expected: Sequence[tuple[int, str]] = (),
+        limit: int = 200,
     ) -> tuple[int, dict[str, WorkflowTask]]:
         """:meth:`fire_due_timers`, and where a timer schedules a workflow task of a run
         in ``eager`` (run id -> a reservation of the worker that holds it in its cache),
-        start that task for the worker in the same write. Returns how many timers and
-        deadlines were looked at, and the tasks started by run id (the caller settles
-        every reservation: with its task, or empty)."""
-        return self._fire_due_timers(tx, limit, eager)
+        start that task for the worker in the same write. ``expected``: the (timer id, run
+        id) the caller expects to be due, whose runs are locked with the first read (see
+        ``StoreTx.due_work``). Returns how many timers and deadlines were looked at, and
+        the tasks started by run id (the caller settles every reservation: with its task,
+        or empty)."""
+        return self._fire_due_timers(tx, limit, eager, expected)
 
     def _fire_due_timers(
-        self, tx: StoreTx, limit: int, eager: Mapping[str, Reservation]
+        self,
+        tx: StoreTx,
+        limit: int,
+        eager: Mapping[str, Reservation],
+        expected: Sequence[tuple[int, str]],
     ) -> tuple[int, dict[str, WorkflowTask]]:
         started: dict[str, WorkflowTask] = {}
         # All due timers in one transaction: twenty timers due together fire together.
         now = self.clock.now()
-        rows = tx.due_timers(now, limit)
+        # Read together (one round trip on PostgreSQL, with the expected runs' locks).
+        # The deadlines' handlers check each task again under its run's lock, so a timer
+        # fired below that ended one of them first leaves nothing for its handler to do.
+        rows, late, hung = tx.due_work(now, limit, expected)
         for row in rows:
             rs = timers.fire_due(tx, row.id, row.run_id, now)
             if rs is None:
@@ -278,10 +291,8 @@ class ActivityOps:
             task = self._start_cached(rs, reservation)
             if task is not None:
                 started[row.run_id] = task
-        late = tx.timed_out_workflow_tasks(now, limit)
         for task in late:
             timers.workflow_task_deadline(tx, task.run_id, task.started_event_id, now)
-        hung = tx.timed_out_activity_attempts(now, limit)
         for act in hung:
             timers.activity_deadline(tx, act.run_id, act.scheduled_event_id, act.attempt, now)
         return len(rows) + len(late) + len(hung), started
@@ -292,11 +303,14 @@ class ActivityOps:
         return tx.next_timer_at()
 
     @operation(read=True)
-    def next_timers(self, tx: StoreTx, limit: int) -> tuple[float | None, list[tuple[str, float]]]:
-        """When the next timer is due, and the runs of the first ``limit`` timers with
-        when each is due (the timer loop reserves their workers' slots when they are)."""
-        next_at = tx.next_timer_at()
-        return next_at, [(str(r.run_id), float(r.fire_at)) for r in tx.first_timers(limit)]
+    def next_timers(
+        self, tx: StoreTx, limit: int
+    ) -> tuple[float | None, list[tuple[str, float, int]]]:
+        """When the next timer is due, and the first ``limit`` timers of runs: run id,
+        when it is due, timer id (the timer loop reserves their workers' slots when they
+        are, and the firing transaction locks their runs ahead)."""
+        next_at, rows = tx.next_timers(limit)
+        return next_at, [(str(r.run_id), float(r.fire_at), int(r.id)) for r in rows]
 
     @operation
     def skip_to_next_timer(self, tx: StoreTx) -> bool:

@@ -47,8 +47,8 @@ class ServiceHost:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._next_sweep = 0.0
-        #: The first timers by due time (run id, due), read before the loop's wait.
-        self._upcoming: list[tuple[str, float]] = []
+        #: The first timers by due time (run id, due, timer id), read before the wait.
+        self._upcoming: list[tuple[str, float, int]] = []
 
     def start(self) -> None:
         """Start the loop on the running event loop."""
@@ -110,28 +110,29 @@ class ServiceHost:
 
     async def _fire_due(self) -> int:
         """Fire what is due. The timers among the upcoming ones (read before the wait)
-        that are due now belong to runs whose workers may hold them in their caches: a
-        slot is reserved with each such worker of this process, and the transaction that
-        fires the timer starts the run's workflow task for it (no poll, no wake-up)."""
+        that are due now are expected: the firing transaction locks their runs with its
+        first read. Their runs' workers may hold them in their caches: a slot is reserved
+        with each such worker of this process, and the transaction that fires the timer
+        starts the run's workflow task for it (no poll, no wake-up)."""
         service = self.service
         reservations = {}
+        expected: list[tuple[int, str]] = []
         if self._upcoming:
             now = service.clock.now()
-            due = 0
-            for run_id, fire_at in self._upcoming:
+            for run_id, fire_at, timer_id in self._upcoming:
                 if fire_at > now:
                     break
-                due += 1
+                expected.append((timer_id, run_id))
                 if run_id not in reservations:
                     reservation = service.handoffs.offer_next(None, run_id)
                     if reservation is not None:
                         reservations[run_id] = reservation
-            del self._upcoming[:due]  # the later ones stay for the next passes
-        if not reservations:
+            del self._upcoming[: len(expected)]  # the later ones stay for the next passes
+        if not expected:
             return await service.fire_due_timers()
         started: dict[str, WorkflowTask] = {}
         try:
-            fired, started = await service.fire_due_timers_eager(reservations)
+            fired, started = await service.fire_due_timers_eager(reservations, expected)
         finally:  # every reservation settled once, whatever happened
             for run_id, reservation in reservations.items():
                 reservation.settle(started.get(run_id))

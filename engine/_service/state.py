@@ -168,12 +168,17 @@ class RunState:
 
     @classmethod
     def lock(
-        cls, tx: StoreTx, run_id: str, now: float, activity: int | None = None
+        cls,
+        tx: StoreTx,
+        run_id: str,
+        now: float,
+        activity: int | None = None,
+        timer: int | None = None,
     ) -> RunState | None:
         """Lock a run and read it with its workflow task (one read on SQLite, one round
         trip on PostgreSQL, which also reads the row of ``activity``, a scheduled event id,
-        when given); None if the run does not exist."""
-        row, wft = tx.lock_execution_and_workflow_task(run_id, activity)
+        and of ``timer``, a timer id, when given); None if the run does not exist."""
+        row, wft = tx.lock_execution_and_workflow_task(run_id, activity, timer)
         if row is None:
             return None
         rs = cls(tx, row, now)

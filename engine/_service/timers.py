@@ -27,13 +27,12 @@ _ACTIVITY_TIMEOUTS = {
 def fire_due(tx: StoreTx, timer_id: int, run_id: str, now: float) -> RunState | None:
     """Fire one due timer (the caller runs this in its own transaction). Returns the
     run's state, for the caller to flush, or None when there is nothing to write."""
-    row = tx.lock_execution(run_id)
+    rs = RunState.lock(tx, run_id, now, timer=timer_id)
     timer = tx.take_timer(timer_id)
     if timer is None:
         return None  # another host fired it
-    if row is None or row.status != WorkflowExecutionStatus.RUNNING:
+    if rs is None or not rs.is_open:
         return None
-    rs = RunState(tx, row, now)
     _fire(rs, timer)
     return rs
 

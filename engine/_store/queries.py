@@ -187,7 +187,7 @@ DUE_TIMERS = Q(
     "ORDER BY fire_at LIMIT :lim"
 )
 FIRST_TIMERS = Q(
-    "SELECT run_id, fire_at FROM dn_timers WHERE kind <> 'schedule' ORDER BY fire_at LIMIT :lim"
+    "SELECT id, run_id, fire_at FROM dn_timers WHERE kind <> 'schedule' ORDER BY fire_at LIMIT :lim"
 )
 NEXT_TIMER_AT = Q(
     "SELECT MIN(t) FROM (SELECT MIN(fire_at) AS t FROM dn_timers "

@@ -8,7 +8,7 @@ than the database work itself).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -35,16 +35,12 @@ from .queries import (
     DELETE_BUFFERED,
     DELETE_BUFFERED_ONE,
     DELETE_QUERY,
-    DELETE_TIMER,
-    DELETE_TIMERS_OF_RUN,
     DELETE_WFT,
-    DUE_TIMERS,
     END_ATTEMPT,
     EVENTS_OF_TYPE,
     FIND_UPDATE,
     FIND_UPDATE_BY_ID,
     FIRST_EVENT,
-    FIRST_TIMERS,
     GET_ACT_LOCK,
     GET_EXEC,
     GET_QUERY,
@@ -53,7 +49,6 @@ from .queries import (
     GET_WFT,
     INSERT_EVENT,
     INSERT_QUERY,
-    INSERT_TIMER,
     INSERT_UPDATE,
     LAST_EVENT,
     LATEST_RUN,
@@ -62,7 +57,6 @@ from .queries import (
     LOCK_EXEC,
     LOCK_EXEC_WFT,
     NEXT_ACTS,
-    NEXT_TIMER_AT,
     NEXT_WFT,
     NEXT_WFT_PG,
     OPEN_CHILDREN,
@@ -73,13 +67,9 @@ from .queries import (
     READ_EVENTS,
     SET_UPDATE,
     TAKE_QUERY,
-    TIMED_OUT_ACTS,
-    TIMED_OUT_WFTS,
-    TIMERS_OF_RUN,
     UPDATES_OF_RUN,
     WFT_BUSY,
     Q,
-    _delete_timers,
     _insert,
     _update,
 )
@@ -88,6 +78,7 @@ from .rows import SqliteRow, _Cursor
 from .rows import column as column
 from .schedules import ScheduleQueries
 from .schema import EXEC_RUNNING, WFT_SCHEDULED
+from .timers import Prefetched, TimerQueries
 from .visibility import VisibilityQueries
 
 JsonDict = dict[str, Any]
@@ -112,7 +103,7 @@ def _execute(cur: Any, sql: str, params: Any) -> None:
         cur.execute(sql, params or {})
 
 
-class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
+class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries):
     """One open transaction. Methods run SQL on it; wake-up channels are collected.
 
     A read-only one (``read_only``, from ``Store.read``) sees one snapshot of what was
@@ -164,6 +155,11 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         #: :meth:`lock_execution_and_workflow_task`, for the next :meth:`get_activity_task`
         #: of that activity: ``(run_id, scheduled_event_id, row)``.
         self._prefetched_act: tuple[str, int, Row | None] | None = None
+        #: PostgreSQL: a timer row read the same way, for the next :meth:`take_timer` of
+        #: that timer: ``(timer id, row)``.
+        self._prefetched_timer: tuple[int, Row | None] | None = None
+        #: PostgreSQL: runs locked ahead by :meth:`due_work`, until each one's first lock.
+        self._prefetched_runs: dict[str, Prefetched] = {}
         if postgres:
             from psycopg.rows import namedtuple_row
 
@@ -283,13 +279,16 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
 
     def lock_execution(self, run_id: str) -> Row | None:
         """Read a run and lock it for this transaction (every change to a run starts here)."""
+        if self._prefetched_runs and run_id in self._prefetched_runs:
+            return self._prefetched_runs.pop(run_id)[0]
         return self._one(LOCK_EXEC, {"run_id": run_id})
 
     def lock_execution_and_workflow_task(
-        self, run_id: str, activity: int | None = None
+        self, run_id: str, activity: int | None = None, timer: int | None = None
     ) -> tuple[Row | None, Any]:
         """:meth:`lock_execution` then :meth:`get_workflow_task` (and, given ``activity``,
-        a scheduled event id, that activity's row for the next :meth:`get_activity_task`).
+        a scheduled event id, that activity's row for the next :meth:`get_activity_task`;
+        given ``timer``, a timer id, that timer's row for the next :meth:`take_timer`).
 
         One statement on SQLite, where the transaction holds the write lock from its start.
         Two (or three) on PostgreSQL, sent in one pipeline: a statement that waited for the
@@ -298,6 +297,11 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         read the rows as the last transaction to hold the lock left them (every change to
         a task row locks its run first).
         """
+        held = self._prefetched_runs.pop(run_id, None) if self._prefetched_runs else None
+        if held is not None and activity is None and (timer is None or timer in held[2]):
+            if timer is not None:
+                self._prefetched_timer = (timer, held[2][timer])
+            return (held[0], held[1]) if held[0] is not None else (None, None)
         if self.postgres:
             reads: list[tuple[Q, Any]] = [
                 (LOCK_EXEC, {"run_id": run_id}),
@@ -305,7 +309,11 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
             ]
             if activity is not None:
                 reads.append((GET_ACT_LOCK, {"run_id": run_id, "sched": activity}))
+            if timer is not None:
+                reads.append((GET_TIMER, {"id": timer}))
             found = self._q_many(*reads)
+            if timer is not None:
+                self._prefetched_timer = (timer, found[-1][0] if found[-1] else None)
             row = found[0][0] if found[0] else None
             if row is None:
                 return None, None
@@ -592,67 +600,6 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries):
         return self._q(
             NEXT_ACTS, {"ns": namespace, "q": task_queue, "now": now, "lim": limit}
         ).fetchall()
-
-    # -- timers -----------------------------------------------------------------------
-
-    def insert_timer(
-        self, run_id: str, kind: str, ref: int, attempt: int, fire_at: float, data: str | None
-    ) -> None:
-        """Add a durable timer."""
-        self._w(
-            INSERT_TIMER,
-            {
-                "run_id": run_id,
-                "kind": kind,
-                "ref": ref,
-                "attempt": attempt,
-                "fire_at": fire_at,
-                "data": data,
-            },
-        )
-
-    def delete_timers(self, run_id: str, kinds: Iterable[str], ref: int | None = None) -> None:
-        """Remove a run's timers of the given kinds (and reference)."""
-        kinds = tuple(kinds)
-        params: dict[str, Any] = {"run_id": run_id, "ref": ref}
-        params.update({f"k{i}": k for i, k in enumerate(kinds)})
-        self._w(_delete_timers(len(kinds), ref is not None), params)
-
-    def delete_timers_of_run(self, run_id: str) -> None:
-        """Remove all timers of a run."""
-        self._w(DELETE_TIMERS_OF_RUN, {"run_id": run_id})
-
-    def take_timer(self, timer_id: int) -> Row | None:
-        """Delete a timer and return it, or None if another host already took it."""
-        row = self._one(GET_TIMER, {"id": timer_id})
-        if row is not None:
-            self._w(DELETE_TIMER, {"id": timer_id})
-        return row
-
-    def due_timers(self, now: float, limit: int) -> Sequence[Row]:
-        """Timers due at ``now``, earliest first (unlocked: claim each with take_timer)."""
-        return self._q(DUE_TIMERS, {"now": now, "lim": limit}).fetchall()
-
-    def timed_out_workflow_tasks(self, now: float, limit: int) -> Sequence[Row]:
-        """Started workflow tasks past their deadline."""
-        return self._q(TIMED_OUT_WFTS, {"now": now, "lim": limit}).fetchall()
-
-    def timed_out_activity_attempts(self, now: float, limit: int) -> Sequence[Row]:
-        """Started activity attempts past their start-to-close deadline."""
-        return self._q(TIMED_OUT_ACTS, {"now": now, "lim": limit}).fetchall()
-
-    def first_timers(self, limit: int) -> Sequence[Row]:
-        """The first ``limit`` timers of runs (not schedules) by due time: run id, fire_at."""
-        return self._q(FIRST_TIMERS, {"lim": limit}).fetchall()
-
-    def next_timer_at(self) -> float | None:
-        """When the earliest timer is due, or None."""
-        row = self._q(NEXT_TIMER_AT).fetchone()
-        return None if row is None or row[0] is None else float(row[0])
-
-    def timers_of_run(self, run_id: str) -> Sequence[Row]:
-        """A run's timers."""
-        return self._q(TIMERS_OF_RUN, {"run_id": run_id}).fetchall()
 
     # -- attempts ---------------------------------------------------------------------
 

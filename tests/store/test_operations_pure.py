@@ -326,7 +326,11 @@ async def fire_due_timers_eager(svc: Service, clock: FrozenClock) -> Op:
         other.run_id: _reservation("next", {}),
     }
     clock.t += 10.0
-    return lambda: svc.fire_due_timers_eager(eager)
+    # The timer loop's look-ahead: both runs are locked with the first read (PostgreSQL).
+    _, upcoming = await svc.next_timers(10)
+    expected = [(timer_id, run_id) for run_id, _, timer_id in upcoming]
+    assert len(expected) == 2
+    return lambda: svc.fire_due_timers_eager(eager, expected)
 
 
 async def skip_to_next_timer(svc: Service, clock: FrozenClock) -> Op:

@@ -1,0 +1,173 @@
+"""Durable timers and deadlines: the store's statements for them (``StoreTx`` inherits them).
+
+A timer is a row of ``dn_timers``: a run's (``run_id``) or a schedule's (its key, kind
+``"schedule"``), due at ``fire_at``. Workflow-task and activity deadlines are not timers:
+they are the ``timeout_at`` of the started task rows, found by the same firing pass.
+
+On PostgreSQL the firing pass reads what is due and locks the runs it expects to fire
+(the service host's look-ahead) in one pipeline, so a pass costs two round trips whatever
+the number of timers: that read, then the commit with every write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+from .queries import (
+    DELETE_TIMER,
+    DELETE_TIMERS_OF_RUN,
+    DUE_TIMERS,
+    FIRST_TIMERS,
+    GET_TIMER,
+    GET_WFT,
+    INSERT_TIMER,
+    LOCK_EXEC,
+    NEXT_TIMER_AT,
+    TIMED_OUT_ACTS,
+    TIMED_OUT_WFTS,
+    TIMERS_OF_RUN,
+    Q,
+    _delete_timers,
+)
+
+Row = Any
+
+#: A run locked ahead by :meth:`TimerQueries.due_work`: its row, its workflow task row and
+#: the rows of the timers asked for (by id; None where another host took one).
+Prefetched = tuple[Row | None, Row | None, dict[int, Row | None]]
+
+
+class _Tx(Protocol):
+    postgres: bool
+    _prefetched_timer: tuple[int, Row | None] | None
+    _prefetched_runs: dict[str, Prefetched]
+
+    def _q(self, q: Q, params: Any = None) -> Any: ...
+
+    def _q_many(self, *statements: tuple[Q, Any]) -> list[list[Row]]: ...
+
+    def _w(self, q: Q, params: Any = None) -> None: ...
+
+    def _one(self, q: Q, params: Any) -> Row | None: ...
+
+
+class TimerQueries:
+    """The statements of ``dn_timers`` and of the deadline scans."""
+
+    _prefetched_timer: tuple[int, Row | None] | None
+    _prefetched_runs: dict[str, Prefetched]
+
+    def insert_timer(
+        self: _Tx, run_id: str, kind: str, ref: int, attempt: int, fire_at: float, data: str | None
+    ) -> None:
+        """Add a durable timer."""
+        self._w(
+            INSERT_TIMER,
+            {
+                "run_id": run_id,
+                "kind": kind,
+                "ref": ref,
+                "attempt": attempt,
+                "fire_at": fire_at,
+                "data": data,
+            },
+        )
+
+    def delete_timers(self: _Tx, run_id: str, kinds: Iterable[str], ref: int | None = None) -> None:
+        """Remove a run's timers of the given kinds (and reference)."""
+        kinds = tuple(kinds)
+        params: dict[str, Any] = {"run_id": run_id, "ref": ref}
+        params.update({f"k{i}": k for i, k in enumerate(kinds)})
+        self._w(_delete_timers(len(kinds), ref is not None), params)
+
+    def delete_timers_of_run(self: _Tx, run_id: str) -> None:
+        """Remove all timers of a run."""
+        self._w(DELETE_TIMERS_OF_RUN, {"run_id": run_id})
+
+    def take_timer(self: _Tx, timer_id: int) -> Row | None:
+        """Delete a timer and return it, or None if another host already took it. Call it
+        with the timer's run (or schedule) locked: that lock is what makes the take safe."""
+        held, self._prefetched_timer = self._prefetched_timer, None
+        if held is not None and held[0] == timer_id:
+            row = held[1]
+        else:
+            row = self._one(GET_TIMER, {"id": timer_id})
+        if row is not None:
+            self._w(DELETE_TIMER, {"id": timer_id})
+        return row
+
+    def due_timers(self: _Tx, now: float, limit: int) -> Sequence[Row]:
+        """Timers due at ``now``, earliest first (unlocked: claim each with take_timer)."""
+        rows: Sequence[Row] = self._q(DUE_TIMERS, {"now": now, "lim": limit}).fetchall()
+        return rows
+
+    def due_work(
+        self: _Tx, now: float, limit: int, expected: Sequence[tuple[int, str]] = ()
+    ) -> tuple[Sequence[Row], Sequence[Row], Sequence[Row]]:
+        """:meth:`due_timers`, :meth:`timed_out_workflow_tasks` and
+        :meth:`timed_out_activity_attempts` at ``now``.
+
+        On PostgreSQL they are read in one pipeline with, for each ``(timer id, run id)``
+        of ``expected`` (the timers the caller expects to be due, in the order it will
+        fire them), the run locked and read with its workflow task and that timer's row.
+        The first lock of each such run in this transaction then takes what was read
+        instead of a round trip of its own (later ones read again: by then this
+        transaction may have changed the run). On SQLite, where reads are local,
+        ``expected`` is ignored."""
+        params = {"now": now, "lim": limit}
+        reads: list[tuple[Q, Any]] = [
+            (DUE_TIMERS, params),
+            (TIMED_OUT_WFTS, params),
+            (TIMED_OUT_ACTS, params),
+        ]
+        if not self.postgres:
+            timers, wfts, acts = (self._q(q, p).fetchall() for q, p in reads)
+            return timers, wfts, acts
+        runs: dict[str, list[int]] = {}
+        for timer_id, run_id in expected:
+            runs.setdefault(run_id, []).append(timer_id)
+        for run_id, timer_ids in runs.items():
+            reads += [(LOCK_EXEC, {"run_id": run_id}), (GET_WFT, {"run_id": run_id})]
+            reads += [(GET_TIMER, {"id": t}) for t in timer_ids]
+        found = self._q_many(*reads)
+        i = 3
+        for run_id, timer_ids in runs.items():
+            row, wft = found[i], found[i + 1]
+            timer_rows = found[i + 2 : i + 2 + len(timer_ids)]
+            got = {t: (r[0] if r else None) for t, r in zip(timer_ids, timer_rows, strict=True)}
+            self._prefetched_runs[run_id] = (row[0] if row else None, wft[0] if wft else None, got)
+            i += 2 + len(timer_ids)
+        return found[0], found[1], found[2]
+
+    def timed_out_workflow_tasks(self: _Tx, now: float, limit: int) -> Sequence[Row]:
+        """Started workflow tasks past their deadline."""
+        rows: Sequence[Row] = self._q(TIMED_OUT_WFTS, {"now": now, "lim": limit}).fetchall()
+        return rows
+
+    def timed_out_activity_attempts(self: _Tx, now: float, limit: int) -> Sequence[Row]:
+        """Started activity attempts past their start-to-close deadline."""
+        rows: Sequence[Row] = self._q(TIMED_OUT_ACTS, {"now": now, "lim": limit}).fetchall()
+        return rows
+
+    def next_timers(self: _Tx, limit: int) -> tuple[float | None, Sequence[Row]]:
+        """When the earliest timer is due (None if there is none), and the first ``limit``
+        timers of runs (not schedules) by due time: id, run id, fire_at. One round trip
+        on PostgreSQL."""
+        if self.postgres:
+            first, rows = self._q_many((NEXT_TIMER_AT, None), (FIRST_TIMERS, {"lim": limit}))
+            at = first[0][0] if first else None
+        else:
+            at = self._q(NEXT_TIMER_AT).fetchone()[0]
+            rows = self._q(FIRST_TIMERS, {"lim": limit}).fetchall()
+        return (None if at is None else float(at)), rows
+
+    def next_timer_at(self: _Tx) -> float | None:
+        """When the earliest timer is due, or None."""
+        row = self._q(NEXT_TIMER_AT).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def timers_of_run(self: _Tx, run_id: str) -> Sequence[Row]:
+        """A run's timers."""
+        rows: Sequence[Row] = self._q(TIMERS_OF_RUN, {"run_id": run_id}).fetchall()
+        return rows

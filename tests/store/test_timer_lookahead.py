@@ -1,0 +1,134 @@
+"""The timer loop's look-ahead: the firing transaction locks the runs of the timers it
+expects to be due with its first read (one round trip on PostgreSQL, see
+``StoreTx.due_work``). What was read ahead stands in for a run's first lock only; a stale
+look-ahead (another host fired the timer, the run ended) fires nothing twice and nothing
+on a closed run. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from engine import Client
+from engine._model import commands as cmd
+from engine._service.service import Service
+from engine._store.schema import EXEC_RUNNING
+
+from .test_operations_pure import NS, WORKER, FrozenClock, _workflow_task
+
+
+async def _with_timers(svc: Service, workflow_id: str, *timer_ids: str) -> str:
+    """A run whose first workflow task started a 5 s timer per id."""
+    task = await _workflow_task(svc, workflow_id)
+    timers = [cmd.StartTimer(seq=i + 1, timer_id=t, duration=5.0) for i, t in enumerate(timer_ids)]
+    await svc.complete_workflow_task(task, timers, WORKER)
+    return task.run_id
+
+
+async def _expected(svc: Service) -> list[tuple[int, str]]:
+    _, upcoming = await svc.next_timers(64)
+    return [(timer_id, run_id) for run_id, _, timer_id in upcoming]
+
+
+async def _types(client: Client, workflow_id: str) -> list[str]:
+    handle = client.get_workflow_handle(workflow_id)
+    return [e.event_type async for e in handle.fetch_history_events()]
+
+
+async def test_two_timers_of_one_run_expected_together_fire_once_each(db_url: str) -> None:
+    clock = FrozenClock()
+    async with await Client.connect(db_url, clock=clock) as client:
+        svc = client.service
+        await _with_timers(svc, "wf-1", "a", "b")
+        await _with_timers(svc, "wf-2", "c")
+        clock.t += 10.0
+        expected = await _expected(svc)
+        assert len(expected) == 3
+        fired, started = await svc.fire_due_timers_eager({}, expected)
+        assert fired == 3 and started == {}
+        types = await _types(client, "wf-1")
+        # The second timer's firing read the run again after the first one changed it:
+        # its event follows the workflow task the first one scheduled, which serves both.
+        assert types[-5:] == [
+            "TimerStarted",
+            "TimerStarted",
+            "TimerFired",
+            "WorkflowTaskScheduled",
+            "TimerFired",
+        ], types
+        assert (await _types(client, "wf-2"))[-2:] == ["TimerFired", "WorkflowTaskScheduled"]
+        assert await svc.next_timers(64) == (None, [])
+
+
+async def test_a_stale_look_ahead_fires_nothing_twice(db_url: str) -> None:
+    """Two hosts read the same look-ahead; both fire at once. Each timer fires once."""
+    clock = FrozenClock()
+    async with (
+        await Client.connect(db_url, clock=clock) as first,
+        await Client.connect(db_url, clock=clock) as second,
+    ):
+        for i in range(5):
+            await _with_timers(first.service, f"wf-{i}", "t")
+        clock.t += 10.0
+        expected = await _expected(first.service)
+        assert len(expected) == 5 and await _expected(second.service) == expected
+        results = await asyncio.gather(
+            first.service.fire_due_timers_eager({}, expected),
+            second.service.fire_due_timers_eager({}, expected),
+        )
+        assert all(started == {} for _, started in results)
+        for i in range(5):
+            types = await _types(first, f"wf-{i}")
+            assert types.count("TimerFired") == 1, types
+            assert types[-1] == "WorkflowTaskScheduled"
+        # And once more, everything already fired: nothing due, nothing written.
+        assert await second.service.fire_due_timers_eager({}, expected) == (0, {})
+
+
+async def test_a_run_that_ended_after_the_look_ahead_gets_no_timer_event(db_url: str) -> None:
+    clock = FrozenClock()
+    async with await Client.connect(db_url, clock=clock) as client:
+        svc = client.service
+        run_id = await _with_timers(svc, "wf-1", "t")
+        clock.t += 10.0
+        expected = await _expected(svc)
+        await client.get_workflow_handle("wf-1").terminate("done with it")
+        assert await svc.fire_due_timers_eager({}, expected) == (0, {})
+        types = await _types(client, "wf-1")
+        assert "TimerFired" not in types and types[-1] == "WorkflowExecutionTerminated"
+        assert run_id not in [r for _, r in await _expected(svc)]
+
+
+class _Seen(Exception):
+    """What the transaction function saw; raised so that nothing of it is kept."""
+
+
+def _lock_after_a_change(tx: Any, now: float, timer_id: int, run_id: str) -> None:
+    """Lock ahead, change the run under its first lock, then lock it again for the timer."""
+    timers, _, _ = tx.due_work(now, 10, [(timer_id, run_id)])
+    first = tx.lock_execution(run_id)
+    tx.update_execution(run_id, history_size_bytes=999_999)
+    again, wft = tx.lock_execution_and_workflow_task(run_id, timer=timer_id)
+    timer = tx.take_timer(timer_id)
+    raise _Seen(len(timers), first.history_size_bytes, again.history_size_bytes, timer, wft)
+
+
+async def test_what_was_read_ahead_stands_in_for_the_first_lock_only(db_url: str) -> None:
+    clock = FrozenClock()
+    async with await Client.connect(db_url, clock=clock) as client:
+        svc = client.service
+        run_id = await _with_timers(svc, "wf-1", "t")
+        clock.t += 10.0
+        ((timer_id, _),) = await _expected(svc)
+        with pytest.raises(_Seen) as seen:
+            await client.store.transaction(_lock_after_a_change, clock.t, timer_id, run_id)
+        due, before, after, timer, wft = seen.value.args
+        assert due == 1 and timer is not None and timer.data == "t" and wft is None
+        assert before != 999_999 and after == 999_999  # the second lock read the change
+        # Nothing was kept: the timer fires as usual.
+        assert await svc.fire_due_timers() == 1
+        assert (await _types(client, "wf-1"))[-2:] == ["TimerFired", "WorkflowTaskScheduled"]
+        row = await client.store.read(lambda tx: tx.get_execution(run_id))
+        assert row.status == EXEC_RUNNING and row.namespace == NS
