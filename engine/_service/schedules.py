@@ -260,7 +260,7 @@ class ScheduleOps:
     def fire_schedule(self, tx: StoreTx, timer_id: int, key: str) -> bool:
         """One pass of the schedule whose timer this is; False if another host took the
         timer first (or the schedule is gone)."""
-        row = tx.lock_schedule_by_key(key)
+        row = tx.lock_schedule_by_key(key, timer=timer_id)
         if tx.take_timer(timer_id) is None or row is None:
             return False
         p = _Pass(self, tx, row, self.clock.now())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .queries import Q
+from .queries import GET_TIMER, Q
 
 Row = Any
 
@@ -82,7 +82,12 @@ DELETE_ACTIONS = Q("DELETE FROM dn_schedule_actions WHERE namespace = :ns AND sc
 
 
 class _Tx(Protocol):
+    postgres: bool
+    _prefetched_timer: tuple[int, Row | None] | None
+
     def _q(self, q: Q, params: Any = None) -> Any: ...
+
+    def _q_many(self, *statements: tuple[Q, Any]) -> list[list[Row]]: ...
 
     def _w(self, q: Q, params: Any = None) -> None: ...
 
@@ -92,15 +97,23 @@ class _Tx(Protocol):
 class ScheduleQueries:
     """Schedule rows, their timers and their action log."""
 
+    _prefetched_timer: tuple[int, Row | None] | None
+
     def get_schedule(self: _Tx, namespace: str, schedule_id: str, *, lock: bool = False) -> Row:
         """The schedule's row (locked for this transaction with ``lock``), or None."""
         return self._one(
             LOCK_SCHEDULE if lock else GET_SCHEDULE, {"ns": namespace, "id": schedule_id}
         )
 
-    def lock_schedule_by_key(self: _Tx, key: str) -> Row | None:
-        """The row of the schedule with this key, locked, or None (deleted)."""
-        return self._one(LOCK_SCHEDULE_BY_KEY, {"key": key})
+    def lock_schedule_by_key(self: _Tx, key: str, timer: int | None = None) -> Row | None:
+        """The row of the schedule with this key, locked, or None (deleted). Given
+        ``timer``, a timer id, that timer's row is read after the lock for the next
+        ``take_timer`` (on PostgreSQL in the same round trip)."""
+        if timer is None or not self.postgres:
+            return self._one(LOCK_SCHEDULE_BY_KEY, {"key": key})
+        found, held = self._q_many((LOCK_SCHEDULE_BY_KEY, {"key": key}), (GET_TIMER, {"id": timer}))
+        self._prefetched_timer = (timer, held[0] if held else None)
+        return found[0] if found else None
 
     def insert_schedule(self: _Tx, **values: Any) -> bool:
         """Create a schedule; False if the id is taken in the namespace (nothing changed)."""
