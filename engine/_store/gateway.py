@@ -12,16 +12,18 @@ Two kinds of transaction, each a function of a :class:`~engine._store.tx.StoreTx
   history rows a change writes behind are inserted before its commit, and only then is its
   caller answered; rows still pending belong to a change nobody has been told of yet.
 
-On PostgreSQL both run on a small pool of connections; a read is a ``READ ONLY``
-transaction at ``REPEATABLE READ`` (one snapshot). Database errors are translated here.
+On PostgreSQL a read runs on a small pool of connections, a ``READ ONLY`` transaction at
+``REPEATABLE READ`` (one snapshot); changes go to a few writer threads that commit the
+changes waiting together in one transaction (``engine._store.pg_writer``). Database errors
+are translated here.
 
 **Transaction functions are pure.** A function handed to :meth:`Store.transaction` may run
-more than once: a SQLite batch in which one change fails is rolled back and run again change
-by change, and PostgreSQL runs a transaction again after a serialization failure, a deadlock
-or a lost connection. So it reads and writes the database and changes nothing else; what
-must change elsewhere once it has committed is asked for with ``tx.wake(...)`` (wake-ups)
-or ``tx.after_commit(effect)`` (anything else, e.g. the in-process clock), which run only
-after the commit, once.
+more than once: a batch (SQLite's or PostgreSQL's) in which one change fails is rolled back
+and run again change by change, and PostgreSQL runs a transaction again after a
+serialization failure, a deadlock or a lost connection. So it reads and writes the
+database and changes nothing else; what must change elsewhere once it has committed is
+asked for with ``tx.wake(...)`` (wake-ups) or ``tx.after_commit(effect)`` (anything else,
+e.g. the in-process clock), which run only after the commit, once.
 """
 
 from __future__ import annotations
@@ -43,18 +45,16 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 
 from ..exceptions import DurableError, StoreConflictError, StoreError
+from .delivery import Job, deliver, deliver_all, run_effects
 from .dialects import NOTIFY_CHANNEL, PostgresListener, create_engine, parse_url
 from .migrations import migrate
 from .notify import Notifier
 from .outage import CONTENTION, LOST, Outage, RetryConfig, Waiting, classify
+from .pg_writer import NOTIFY_SQL, PgWriters
 from .tx import StoreTx
 
 T = TypeVar("T")
 log = logging.getLogger("engine.store")
-
-#: A wake-up for other processes (``LISTEN`` in :class:`PostgresListener`); sent in the
-#: commit's pipeline, so it is delivered only if the change commits.
-_NOTIFY_SQL = "SELECT pg_notify(%(c)s, %(p)s)"
 
 
 class Store:
@@ -75,6 +75,7 @@ class Store:
         self.notifier = Notifier()
         self._executor = ThreadPoolExecutor(max_workers=6, thread_name_prefix="durable-store")
         self._writer: _BatchingWriter | None = None
+        self._pg_writers: PgWriters | None = None
         self._readers: _SqliteReaders | None = None
         self._listener: PostgresListener | None = None
         self._closed = False
@@ -121,6 +122,7 @@ class Store:
         if self.postgres:
             self._listener = PostgresListener(self.url, self._remote_notify, self.notifier.wake_all)
             self._listener.start()
+            self._pg_writers = PgWriters(self)
         else:
             self._readers = _SqliteReaders(self)
             self._writer = _BatchingWriter(self)
@@ -133,11 +135,12 @@ class Store:
         if self._closed:
             raise StoreError("the store is closed")
         loop = asyncio.get_running_loop()
-        if self._writer is not None:
-            fut: asyncio.Future[T] = loop.create_future()
-            self._writer.submit(fn, args, loop, fut, time.monotonic())
-            return await fut
-        return await loop.run_in_executor(self._executor, self._run, fn, args, time.monotonic())
+        writer = self._writer or self._pg_writers
+        if writer is None:  # not opened
+            return await loop.run_in_executor(self._executor, self._run, fn, args, time.monotonic())
+        fut: asyncio.Future[T] = loop.create_future()
+        writer.submit(fn, args, loop, fut, time.monotonic())
+        return await fut
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(tx, *args)`` in a read-only transaction: one consistent snapshot of
@@ -217,7 +220,7 @@ class Store:
                         # trip; SQLAlchemy's commit then finds nothing left to commit.
                         token = self._token
                         tx.commit_pipelined(
-                            _NOTIFY_SQL,
+                            NOTIFY_SQL,
                             [{"c": NOTIFY_CHANNEL, "p": f"{token}:{c}"} for c in tx.wakeups],
                         )
             except Exception as err:
@@ -243,7 +246,7 @@ class Store:
             # Every success, not only one that waited: the operations that waited may all
             # have given up (StoreUnavailableError) before the database came back.
             self.outage.up()
-            _run_effects(tx.after)
+            run_effects(tx.after)
             self.notifier.notify_many(tx.wakeups, tx.messages)
             return result
 
@@ -287,15 +290,12 @@ class Store:
             self._listener.stop()
         if self._writer is not None:
             self._writer.stop()
+        if self._pg_writers is not None:
+            self._pg_writers.stop()
         if self._readers is not None:
             self._readers.close()
         self._executor.shutdown(wait=True)
         self.engine.dispose()
-
-
-#: A change for the writer: function, arguments, the caller's loop and future, and when it
-#: was asked for (``time.monotonic()``: the retry time counts from then).
-_Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.AbstractEventLoop | None", Any, float]
 
 
 class _BatchingWriter:
@@ -310,7 +310,7 @@ class _BatchingWriter:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._main, name="durable-sqlite-writer", daemon=True)
         self.thread.start()
 
@@ -352,7 +352,7 @@ class _BatchingWriter:
         finally:
             conn.close()
 
-    def _run_batch(self, conn: sa.Connection, batch: list[_Job]) -> None:
+    def _run_batch(self, conn: sa.Connection, batch: list[Job]) -> None:
         if len(batch) > 1:
             results: list[Any] = []
             wakeups: set[str] = set()
@@ -375,9 +375,9 @@ class _BatchingWriter:
             except Exception:
                 pass  # run them one by one below, to find the failing one
             else:
-                _run_effects(effects)
+                run_effects(effects)
                 self.store.notifier.notify_many(wakeups, messages)
-                _deliver_all(
+                deliver_all(
                     [
                         (loop, fut, result)
                         for (_, _, loop, fut, _), result in zip(batch, results, strict=True)
@@ -388,11 +388,11 @@ class _BatchingWriter:
             try:
                 result, tx = self._run_one(conn, fn, args, since)
             except BaseException as err:  # delivered to the caller, who raises it
-                _deliver(loop, fut, None, err)
+                deliver(loop, fut, None, err)
             else:
-                _run_effects(tx.after)
+                run_effects(tx.after)
                 self.store.notifier.notify_many(tx.wakeups, tx.messages)
-                _deliver(loop, fut, result, None)
+                deliver(loop, fut, result, None)
 
     def _run_one(
         self, conn: sa.Connection, fn: Callable[..., Any], args: tuple[Any, ...], since: float
@@ -510,16 +510,6 @@ class _SqliteReaders:
                 conn.close()
 
 
-def _run_effects(effects: list[Callable[[], None]]) -> None:
-    """The after-commit effects of committed transactions, in order; one that fails is
-    logged (the change it follows is committed: nothing can undo it)."""
-    for effect in effects:
-        try:
-            effect()
-        except Exception:
-            log.exception("an after-commit effect failed: %r", effect)
-
-
 @contextlib.contextmanager
 def _immediate(conn: sa.Connection) -> Iterator[None]:
     """A write transaction straight on the sqlite3 connection the writer owns.
@@ -593,48 +583,6 @@ def _restarting(err: DBAPIError) -> bool:
             "the database system is in recovery mode",
         )
     )
-
-
-def _deliver_all(items: list[tuple[asyncio.AbstractEventLoop | None, Any, Any]]) -> None:
-    """Hand a batch's results to their callers: one wake-up per event loop, not per result
-    (waking a loop from another thread costs a system call)."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, Any]]] = {}
-    for loop, fut, result in items:
-        if loop is None:
-            fut.set_result(result)
-        elif not loop.is_closed():
-            by_loop.setdefault(loop, []).append((fut, result))
-    for loop, settled in by_loop.items():
-        loop.call_soon_threadsafe(_settle_many, settled)
-
-
-def _settle_many(items: list[tuple[asyncio.Future[Any], Any]]) -> None:
-    for fut, result in items:
-        if not fut.done():
-            fut.set_result(result)
-
-
-def _deliver(
-    loop: asyncio.AbstractEventLoop | None, fut: Any, result: Any, error: BaseException | None
-) -> None:
-    if loop is None:
-        if error is not None:
-            fut.set_exception(error)
-        else:
-            fut.set_result(result)
-        return
-    if loop.is_closed():
-        return
-    loop.call_soon_threadsafe(_settle, fut, result, error)
-
-
-def _settle(fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if fut.done():
-        return
-    if error is not None:
-        fut.set_exception(error)
-    else:
-        fut.set_result(result)
 
 
 _registry: dict[tuple[str, bool], Store] = {}

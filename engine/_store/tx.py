@@ -122,6 +122,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         postgres: bool,
         pending_events: list[dict[str, Any]] | None = None,
         read_only: bool = False,
+        follows: StoreTx | None = None,
     ) -> None:
         self.conn = conn
         self.postgres = postgres
@@ -171,6 +172,14 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         else:
             driver.row_factory = SqliteRow  # type: ignore[union-attr]
             self._cursor = driver.cursor()  # type: ignore[union-attr]
+        #: PostgreSQL: a change of a batch (``engine._store.pg_writer``), not alone in its
+        #: transaction.
+        self._in_batch = follows is not None
+        if follows is not None:
+            # The next change of the batch, in the same transaction: what the one before
+            # held back goes with this one's first read.
+            self._deferred = follows._deferred
+            self._begun = follows._begun
 
     def _q(self, q: Q, params: Any = None) -> _Cursor:
         """Run a statement whose result (rows, ``rowcount``) the caller reads."""
@@ -233,6 +242,13 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
             return  # nothing was sent: no transaction was opened
         self._deferred += [(notify_sql, p) for p in notify_params]
         self._pipelined(None, None, ("COMMIT",))
+
+    def limit_lock_waits(self, ms: int) -> None:
+        """PostgreSQL: wait at most ``ms`` milliseconds for any lock in this transaction
+        (a longer wait fails with ``lock_not_available``). For the first change of a
+        batch: the transaction is not this change's alone."""
+        self._in_batch = True
+        self._w(Q(f"SET LOCAL lock_timeout = {int(ms)}"))
 
     def _one(self, q: Q, params: Any) -> Row | None:
         return self._q(q, params).fetchone()
@@ -699,8 +715,12 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
     # -- time skipping ----------------------------------------------------------------
 
     def consistent_snapshot(self) -> None:
-        """Make the following reads see one snapshot (PostgreSQL; SQLite already does)."""
+        """Make the following reads see one snapshot (PostgreSQL; SQLite already does).
+        Only in a transaction of its own, as its first read: in a PostgreSQL batch it
+        raises, and the batch runs again change by change (``engine._store.pg_writer``)."""
         if self.postgres:
+            if self._begun or self._in_batch:
+                raise StoreError("a consistent snapshot must be the transaction's first read")
             self._q(_REPEATABLE_READ)
 
     def work_in_progress(self, now: float) -> bool:

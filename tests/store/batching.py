@@ -1,5 +1,6 @@
-"""Forcing a SQLite group commit in a test: the calls queue behind a change that holds the
-writer busy, so the writer runs them as one batch."""
+"""Forcing a group commit in a test: the calls queue behind changes that hold the writers
+busy, so one writer runs them as one batch (SQLite's writer, or PostgreSQL's writer
+threads: every one of them is held, then one alone is let go)."""
 
 from __future__ import annotations
 
@@ -9,25 +10,39 @@ from collections.abc import Awaitable
 from typing import Any
 
 from engine import Client
+from engine._store.gateway import Store
 from engine._store.tx import StoreTx
 
 
-async def one_batch(client: Client, calls: list[Awaitable[Any]]) -> list[Any]:
+async def one_batch(client: Client | Store, calls: list[Awaitable[Any]]) -> list[Any]:
     """Run the store calls of ``calls`` (coroutines that each make one store transaction)
-    as one SQLite group commit; their results, or the exceptions they raised."""
-    store = client.store
-    assert store._writer is not None, "group commits are SQLite's"
-    hold, holding = threading.Event(), threading.Event()
+    as one group commit; their results, or the exceptions they raised."""
+    store = client.store if isinstance(client, Client) else client
+    writers = store._pg_writers
+    assert store._writer is not None or writers is not None, "the store is not open"
+    threads = 1 if writers is None else len(writers.threads)
+    holds = [threading.Event() for _ in range(threads)]
+    blockers = []
+    for hold in holds:  # one at a time, so each holds a writer of its own
+        holding = threading.Event()
 
-    def block(tx: StoreTx) -> None:
-        holding.set()
-        hold.wait(10)
+        def block(
+            tx: StoreTx, hold: threading.Event = hold, holding: threading.Event = holding
+        ) -> None:
+            holding.set()
+            hold.wait(10)
 
-    blocker = asyncio.ensure_future(store.transaction(block))
-    while not holding.is_set():
-        await asyncio.sleep(0.001)
+        blockers.append(asyncio.ensure_future(store.transaction(block)))
+        while not holding.is_set():
+            await asyncio.sleep(0.001)
     jobs = [asyncio.ensure_future(c) for c in calls]
-    await asyncio.sleep(0.05)  # all of them are queued behind the blocker
-    hold.set()
-    await blocker
-    return await asyncio.gather(*jobs, return_exceptions=True)
+    await asyncio.sleep(0.05)  # all of them are queued behind the blockers
+    holds[0].set()  # one writer is free: it takes them all
+    if writers is not None:
+        while not writers._queue.empty():
+            await asyncio.sleep(0.001)
+    for hold in holds[1:]:  # the others too, once the batch is taken
+        hold.set()
+    results = await asyncio.gather(*jobs, return_exceptions=True)
+    await asyncio.gather(*blockers)
+    return results

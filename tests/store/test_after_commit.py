@@ -4,7 +4,6 @@ commit (``tx.after_commit``), once, even when a SQLite batch runs them again."""
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -53,8 +52,8 @@ async def test_an_effect_runs_once_after_commit_and_never_for_a_failed_change(
         await client.close()
 
 
-async def test_an_effect_runs_once_when_its_batch_is_run_again(tmp_path: Path) -> None:
-    client = await Client.connect(f"sqlite:///{tmp_path / 'durable.db'}")
+async def test_an_effect_runs_once_when_its_batch_is_run_again(db_url: str) -> None:
+    client = await Client.connect(db_url)
     try:
         runs: list[int] = []
         effects: list[int] = []
@@ -74,14 +73,14 @@ async def test_an_effect_runs_once_when_its_batch_is_run_again(tmp_path: Path) -
 
 
 async def test_time_skipping_jumps_to_the_next_timer_once_in_a_batch_run_again(
-    tmp_path: Path,
+    db_url: str,
 ) -> None:
     """``skip_to_next_timer`` in a batch that fails and is run again: the clock jumps once,
     to the next timer, and the call says so. (When it jumped inside the transaction, the
     rolled-back run had already moved the clock, so the second run found the first timer
     due and answered that nothing was skipped.)"""
     clock = SkippingClock()
-    client = await Client.connect(f"sqlite:///{tmp_path / 'durable.db'}", clock=clock)
+    client = await Client.connect(db_url, clock=clock)
     try:
         start = clock.now()
         first, second = start + 1000.0, start + 2000.0

@@ -1,10 +1,10 @@
 """History rows are written behind (one insert per commit), yet every change sees what was
-written before it, and a failing change leaves nothing, alone or in a SQLite group commit."""
+written before it, and a failing change leaves nothing, alone or in a group commit
+(SQLite's writer, PostgreSQL's writer threads)."""
 
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -55,12 +55,12 @@ async def test_a_failing_change_writes_none_of_its_events(client: Client) -> Non
 
 
 async def _one_batch(client: Client, fns: list) -> list:
-    """Run ``fns`` as one SQLite group commit: queued while the writer is held busy."""
+    """Run ``fns`` as one group commit: queued while the writers are held busy."""
     return await one_batch(client, [client.store.transaction(fn) for fn in fns])
 
 
-async def test_one_sqlite_commit_writes_behind_and_isolates_a_failure(tmp_path: Path) -> None:
-    client = await Client.connect(f"sqlite:///{tmp_path / 'durable.db'}")
+async def test_one_group_commit_writes_behind_and_isolates_a_failure(db_url: str) -> None:
+    client = await Client.connect(db_url)
     try:
         run = "wb-" + uuid.uuid4().hex
 

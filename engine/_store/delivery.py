@@ -1,0 +1,67 @@
+"""Handing the results of store transactions back to their callers, on their event loops,
+and running the after-commit effects (shared by the SQLite and PostgreSQL writers)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("engine.store")
+
+#: A change for the writer: function, arguments, the caller's loop and future, and when it
+#: was asked for (``time.monotonic()``: the retry time counts from then).
+Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.AbstractEventLoop | None", Any, float]
+
+
+def run_effects(effects: list[Callable[[], None]]) -> None:
+    """The after-commit effects of committed transactions, in order; one that fails is
+    logged (the change it follows is committed: nothing can undo it)."""
+    for effect in effects:
+        try:
+            effect()
+        except Exception:
+            log.exception("an after-commit effect failed: %r", effect)
+
+
+def deliver_all(items: list[tuple[asyncio.AbstractEventLoop | None, Any, Any]]) -> None:
+    """Hand a batch's results to their callers: one wake-up per event loop, not per result
+    (waking a loop from another thread costs a system call)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, Any]]] = {}
+    for loop, fut, result in items:
+        if loop is None:
+            fut.set_result(result)
+        elif not loop.is_closed():
+            by_loop.setdefault(loop, []).append((fut, result))
+    for loop, settled in by_loop.items():
+        loop.call_soon_threadsafe(_settle_many, settled)
+
+
+def _settle_many(items: list[tuple[asyncio.Future[Any], Any]]) -> None:
+    for fut, result in items:
+        if not fut.done():
+            fut.set_result(result)
+
+
+def deliver(
+    loop: asyncio.AbstractEventLoop | None, fut: Any, result: Any, error: BaseException | None
+) -> None:
+    if loop is None:
+        if error is not None:
+            fut.set_exception(error)
+        else:
+            fut.set_result(result)
+        return
+    if loop.is_closed():
+        return
+    loop.call_soon_threadsafe(_settle, fut, result, error)
+
+
+def _settle(fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if fut.done():
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(result)

@@ -1,0 +1,229 @@
+"""PostgreSQL group commit: the changes of this process that wait at the same moment run
+back to back in one transaction, with one commit, as SQLite's writer does.
+
+- A few writer threads (:attr:`PgWriters.THREADS`) share one queue. Each takes every
+  change waiting, at most :attr:`PgWriters.MAX_BATCH`, and runs them in one transaction on a
+  connection of the pool. A change that waits alone runs as it would without batching
+  (``Store._run_pooled``): a lone step costs what it did.
+- Each change has a ``StoreTx`` of its own that follows the one before it: the writes one
+  change holds back go in the same pipeline as the next one's first read, and the last
+  one's commit carries what is left with every wake-up of the batch. Commit is one round
+  trip for the whole batch.
+- A batch holds the locks of all its changes until it commits, so two batches (of this
+  process or of two) could each wait for a run the other holds. A batch therefore waits for
+  a lock at most :attr:`PgWriters.LOCK_TIMEOUT_MS` (``SET LOCAL lock_timeout``): such a wait
+  ends in an error, not in PostgreSQL's deadlock check after a second.
+- If anything in a batch fails (a change raised, a lock timed out, a serialization failure,
+  the connection was lost), the batch is rolled back and each change runs again alone,
+  with the store's usual waits and retries, so one caller's failure never reaches another
+  caller's change. They run again in their order on the same thread, except the one that
+  waited too long for a lock: it goes back to the queue, marked to run alone, for any free
+  writer, so that its wait holds up none of the others. Transaction functions are pure (see ``engine._store.gateway``), so running one
+  again is safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from .delivery import Job, deliver, deliver_all, run_effects
+from .dialects import NOTIFY_CHANNEL
+from .outage import LOST, classify
+from .tx import StoreTx
+
+if TYPE_CHECKING:
+    from .gateway import Store
+
+log = logging.getLogger("engine.store")
+
+#: A wake-up for other processes (``LISTEN`` in ``PostgresListener``); sent in the
+#: commit's pipeline, so it is delivered only if the change commits.
+NOTIFY_SQL = "SELECT pg_notify(%(c)s, %(p)s)"
+
+
+#: PostgreSQL's SQLSTATE for a lock wait that ran past ``lock_timeout``.
+LOCK_NOT_AVAILABLE = "55P03"
+
+
+class _BatchFailed(Exception):
+    """A batch failed (its cause is why) while change number ``index`` was running."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
+
+
+def _sqlstate(err: BaseException | None) -> str | None:
+    code = getattr(err, "sqlstate", None) or getattr(getattr(err, "orig", None), "sqlstate", None)
+    return code if isinstance(code, str) else None
+
+
+@dataclass(frozen=True)
+class _Alone:
+    """A change of a batch that failed, queued again to run in a transaction of its own."""
+
+    job: Job
+
+
+class PgWriters:
+    """The writer threads of a PostgreSQL store (see the module docstring)."""
+
+    THREADS = 3
+    MAX_BATCH = 32
+    LOCK_TIMEOUT_MS = 50
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._queue: queue.SimpleQueue[Job | _Alone | None] = queue.SimpleQueue()
+        self.threads = [
+            threading.Thread(target=self._main, name=f"durable-pg-writer-{i}", daemon=True)
+            for i in range(self.THREADS)
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def submit(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        loop: asyncio.AbstractEventLoop | None,
+        fut: Any,
+        since: float,
+    ) -> None:
+        self._queue.put((fn, args, loop, fut, since))
+
+    def stop(self) -> None:
+        """Stop the threads once the changes queued before are done (one stop each), then
+        run here what a failed batch put back behind the stops."""
+        for _ in self.threads:
+            self._queue.put(None)
+        for thread in self.threads:
+            thread.join(timeout=10)
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                self._run_alone(item.job if isinstance(item, _Alone) else item)
+
+    def _main(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if isinstance(item, _Alone):
+                self._run_alone(item.job)
+                continue
+            batch = [item]
+            stop, alone = False, None
+            while len(batch) < self.MAX_BATCH:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:  # this thread's stop: after this batch
+                    stop = True
+                    break
+                if isinstance(more, _Alone):
+                    alone = more
+                    break
+                batch.append(more)
+            self._run_batch(batch)
+            if alone is not None:
+                self._run_alone(alone.job)
+            if stop:
+                return
+
+    def _run_batch(self, batch: list[Job]) -> None:
+        store = self.store
+        if len(batch) > 1:
+            try:
+                results, txs = self._together(batch)
+            except _BatchFailed as failed:
+                err = failed.__cause__
+                log.debug("a batch of %d changes failed (%r): each runs alone", len(batch), err)
+                again = batch
+                if _sqlstate(err) == LOCK_NOT_AVAILABLE:
+                    # The change that waited goes back to the queue for any free writer,
+                    # so that its wait holds up none of the others.
+                    self._queue.put(_Alone(batch[failed.index]))
+                    again = batch[: failed.index] + batch[failed.index + 1 :]
+                for job in again:  # in their order, as SQLite's writer runs them again
+                    self._run_alone(job)
+                return
+            store.outage.up()
+            wakeups: set[str] = set()
+            messages: dict[str, Any] = {}
+            effects: list[Callable[[], None]] = []
+            for tx in txs:
+                wakeups |= tx.wakeups
+                messages.update(tx.messages)
+                effects += tx.after
+            run_effects(effects)
+            store.notifier.notify_many(wakeups, messages)
+            deliver_all(
+                [
+                    (loop, fut, result)
+                    for (_, _, loop, fut, _), result in zip(batch, results, strict=True)
+                ]
+            )
+            return
+        self._run_alone(batch[0])
+
+    def _run_alone(self, job: Job) -> None:
+        """One change in a transaction of its own, with the store's waits and retries."""
+        fn, args, loop, fut, since = job
+        try:
+            result = self.store._run_pooled(fn, args, read_only=False, since=since)
+        except BaseException as err:  # delivered to the caller, who raises it
+            deliver(loop, fut, None, err)
+        else:
+            deliver(loop, fut, result, None)
+
+    def _together(self, batch: list[Job]) -> tuple[list[Any], list[StoreTx]]:
+        """Run the batch's changes in one transaction and commit it. Any failure raises
+        :class:`_BatchFailed`, with the transaction rolled back."""
+        store = self.store
+        results: list[Any] = []
+        txs: list[StoreTx] = []
+        conn: sa.Connection | None = None
+        try:
+            conn = store.engine.connect()
+            with conn.begin():
+                pending: list[dict[str, Any]] = []
+                tx: StoreTx | None = None
+                for fn, args, _, _, _ in batch:
+                    tx = StoreTx(conn, postgres=True, pending_events=pending, follows=tx)
+                    if not txs:
+                        tx.limit_lock_waits(self.LOCK_TIMEOUT_MS)
+                    results.append(fn(tx, *args))
+                    txs.append(tx)
+                assert tx is not None
+                tx.write_pending_events()
+                channels = set().union(*(t.wakeups for t in txs))
+                token = store._token
+                tx.commit_pipelined(
+                    NOTIFY_SQL, [{"c": NOTIFY_CHANNEL, "p": f"{token}:{c}"} for c in channels]
+                )
+        except Exception as err:
+            if conn is not None and classify(err) == LOST:
+                with contextlib.suppress(Exception):
+                    conn.invalidate()
+            # The change that was running (a held-back write that failed is blamed on the
+            # change whose read or commit sent it).
+            raise _BatchFailed(min(len(txs), len(batch) - 1)) from err
+        finally:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
+        return results, txs
