@@ -9,7 +9,8 @@ counted at the driver (``psycopg.Cursor.execute``, which the store's SQL goes th
 round trips as the waits for the server psycopg makes (one per statement outside a pipeline,
 plus one for its ``BEGIN``; one per pipeline block; one per ``COMMIT`` outside one),
 transactions at the store (each also sends ``BEGIN`` and ``COMMIT``, not counted as
-statements) with their mean wall time, per phase: W1 (``--n`` workflows at once, one activity each) and one
+statements; a group commit of several changes counts once, by its size) with their mean
+wall time, per phase: W1 (``--n`` workflows at once, one activity each) and one
 workflow of 50 activities alone.
 """
 
@@ -36,6 +37,7 @@ from workloads import SeqActivitiesWF  # noqa: E402
 
 from engine import Client  # noqa: E402
 from engine._store.gateway import Store  # noqa: E402
+from engine._store.pg_writer import PgWriters  # noqa: E402
 
 
 class Census:
@@ -140,6 +142,18 @@ def instrument() -> None:
             CENSUS.transaction(name, time.perf_counter() - began)
 
     Store._run_pooled = counted_run  # type: ignore[method-assign]
+    together = PgWriters._together
+
+    def counted_together(self: PgWriters, batch: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return together(self, batch)
+        finally:
+            n = len(batch)
+            size = "2-4" if n <= 4 else "5-16" if n <= 16 else f"17-{PgWriters.MAX_BATCH}"
+            CENSUS.transaction(f"write group commit of {size} changes", time.perf_counter() - began)
+
+    PgWriters._together = counted_together  # type: ignore[method-assign]
 
 
 def report(title: str, per: int, unit: str) -> None:
