@@ -4,6 +4,7 @@ and running the after-commit effects (shared by the SQLite and PostgreSQL writer
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -31,11 +32,13 @@ def deliver_all(items: list[tuple[asyncio.AbstractEventLoop | None, Any, Any]]) 
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, Any]]] = {}
     for loop, fut, result in items:
         if loop is None:
-            fut.set_result(result)
+            if not fut.done():
+                fut.set_result(result)
         elif not loop.is_closed():
             by_loop.setdefault(loop, []).append((fut, result))
     for loop, settled in by_loop.items():
-        loop.call_soon_threadsafe(_settle_many, settled)
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(_settle_many, settled)
 
 
 def _settle_many(items: list[tuple[asyncio.Future[Any], Any]]) -> None:
@@ -47,15 +50,17 @@ def _settle_many(items: list[tuple[asyncio.Future[Any], Any]]) -> None:
 def deliver(
     loop: asyncio.AbstractEventLoop | None, fut: Any, result: Any, error: BaseException | None
 ) -> None:
+    """Settle one caller's future (once: a settled one is left as it is) from any thread."""
     if loop is None:
+        if fut.done():
+            return
         if error is not None:
             fut.set_exception(error)
         else:
             fut.set_result(result)
         return
-    if loop.is_closed():
-        return
-    loop.call_soon_threadsafe(_settle, fut, result, error)
+    with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+        loop.call_soon_threadsafe(_settle, fut, result, error)
 
 
 def _settle(fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

@@ -13,12 +13,19 @@ back to back in one transaction, with one commit, as SQLite's writer does.
   process or of two) could each wait for a run the other holds. A batch therefore waits for
   a lock at most :attr:`PgWriters.LOCK_TIMEOUT_MS` (``SET LOCAL lock_timeout``): such a wait
   ends in an error, not in PostgreSQL's deadlock check after a second.
-- If anything in a batch fails (a change raised, a lock timed out, a serialization failure,
-  the connection was lost), the batch is rolled back and each change runs again alone,
-  with the store's usual waits and retries, so one caller's failure never reaches another
-  caller's change. They run again in their order on the same thread, except the one that
-  waited too long for a lock: it goes back to the queue, marked to run alone, for any free
-  writer, so that its wait holds up none of the others. Transaction functions are pure (see ``engine._store.gateway``), so running one
+- A change that raises (a run not found, a workflow id taken, ...) before any of its
+  writes reached the server is taken out of the batch: its held-back writes are dropped,
+  its caller gets the exception once the others have committed. The locks its reads took
+  stay until that commit. A change that must run alone (``RunsAlone``: it needs a
+  snapshot of its own) is taken out the same way and runs after the batch.
+- Anything else that fails (a change that raised after its writes were sent, a database
+  error, a lock timed out, the connection was lost) rolls the batch back, and each change
+  runs again alone, with the store's usual waits and retries, so one caller's failure
+  never reaches another caller's change. They run again in their order on the same
+  thread, except the one that waited too long for a lock: it goes back to the queue,
+  marked to run alone, for any free writer, so that its wait holds up none of the others.
+- The lock timeout ends before the commit, whose wait for PostgreSQL's ``NOTIFY`` lock is
+  a queue of committers, not a deadlock. Transaction functions are pure (see ``engine._store.gateway``), so running one
   again is safe.
 """
 
@@ -35,10 +42,11 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from ..exceptions import StoreError
 from .delivery import Job, deliver, deliver_all, run_effects
 from .dialects import NOTIFY_CHANNEL
 from .outage import LOST, classify
-from .tx import StoreTx
+from .tx import RunsAlone, StoreTx
 
 if TYPE_CHECKING:
     from .gateway import Store
@@ -52,6 +60,11 @@ NOTIFY_SQL = "SELECT pg_notify(%(c)s, %(p)s)"
 
 #: PostgreSQL's SQLSTATE for a lock wait that ran past ``lock_timeout``.
 LOCK_NOT_AVAILABLE = "55P03"
+
+
+#: What a change of a batch came to: its result, the exception it raised (delivered once
+#: the batch commits), or that it must run alone after the batch.
+_OK, _RAISED, _ALONE = "ok", "raised", "alone"
 
 
 class _BatchFailed(Exception):
@@ -84,6 +97,9 @@ class PgWriters:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._queue: queue.SimpleQueue[Job | _Alone | None] = queue.SimpleQueue()
+        #: Set by :meth:`stop` (under ``_lock``): nothing is queued any more.
+        self._stopped = False
+        self._lock = threading.Lock()
         self.threads = [
             threading.Thread(target=self._main, name=f"durable-pg-writer-{i}", daemon=True)
             for i in range(self.THREADS)
@@ -99,13 +115,18 @@ class PgWriters:
         fut: Any,
         since: float,
     ) -> None:
-        self._queue.put((fn, args, loop, fut, since))
+        with self._lock:
+            if self._stopped:
+                raise StoreError("the store is closed")
+            self._queue.put((fn, args, loop, fut, since))
 
     def stop(self) -> None:
-        """Stop the threads once the changes queued before are done (one stop each), then
-        run here what a failed batch put back behind the stops."""
-        for _ in self.threads:
-            self._queue.put(None)
+        """Queue no more; stop the threads once the changes queued before are done (one
+        stop each), then run here what a failed batch put back behind the stops."""
+        with self._lock:
+            self._stopped = True
+            for _ in self.threads:
+                self._queue.put(None)
         for thread in self.threads:
             thread.join(timeout=10)
         while True:
@@ -116,17 +137,22 @@ class PgWriters:
             if item is not None:
                 self._run_alone(item.job if isinstance(item, _Alone) else item)
 
+    def _requeue(self, job: Job) -> None:
+        """Put a change back to run alone on any free writer (here, once stopping)."""
+        with self._lock:
+            if not self._stopped:
+                self._queue.put(_Alone(job))
+                return
+        self._run_alone(job)
+
     def _main(self) -> None:
         while True:
             item = self._queue.get()
             if item is None:
                 return
-            if isinstance(item, _Alone):
-                self._run_alone(item.job)
-                continue
-            batch = [item]
+            batch = [item.job if isinstance(item, _Alone) else item]
             stop, alone = False, None
-            while len(batch) < self.MAX_BATCH:
+            while not isinstance(item, _Alone) and len(batch) < self.MAX_BATCH:
                 try:
                     more = self._queue.get_nowait()
                 except queue.Empty:
@@ -135,50 +161,60 @@ class PgWriters:
                     stop = True
                     break
                 if isinstance(more, _Alone):
-                    alone = more
+                    alone = more.job
                     break
                 batch.append(more)
-            self._run_batch(batch)
-            if alone is not None:
-                self._run_alone(alone.job)
+            try:
+                self._run_batch(batch)
+                if alone is not None:
+                    self._run_alone(alone)
+            except BaseException as err:  # a bug: answer everyone, keep the thread
+                log.exception("a PostgreSQL writer failed; its changes get the error")
+                failure = StoreError(f"the store's writer failed: {err!r}")
+                for _, _, loop, fut, _ in batch + ([alone] if alone is not None else []):
+                    deliver(loop, fut, None, failure)
             if stop:
                 return
 
     def _run_batch(self, batch: list[Job]) -> None:
         store = self.store
-        if len(batch) > 1:
-            try:
-                results, txs = self._together(batch)
-            except _BatchFailed as failed:
-                err = failed.__cause__
-                log.debug("a batch of %d changes failed (%r): each runs alone", len(batch), err)
-                again = batch
-                if _sqlstate(err) == LOCK_NOT_AVAILABLE:
-                    # The change that waited goes back to the queue for any free writer,
-                    # so that its wait holds up none of the others.
-                    self._queue.put(_Alone(batch[failed.index]))
-                    again = batch[: failed.index] + batch[failed.index + 1 :]
-                for job in again:  # in their order, as SQLite's writer runs them again
-                    self._run_alone(job)
-                return
-            store.outage.up()
-            wakeups: set[str] = set()
-            messages: dict[str, Any] = {}
-            effects: list[Callable[[], None]] = []
-            for tx in txs:
-                wakeups |= tx.wakeups
-                messages.update(tx.messages)
-                effects += tx.after
-            run_effects(effects)
-            store.notifier.notify_many(wakeups, messages)
-            deliver_all(
-                [
-                    (loop, fut, result)
-                    for (_, _, loop, fut, _), result in zip(batch, results, strict=True)
-                ]
-            )
+        if len(batch) == 1:
+            self._run_alone(batch[0])
             return
-        self._run_alone(batch[0])
+        try:
+            outcomes, txs = self._together(batch)
+        except _BatchFailed as failed:
+            err = failed.__cause__
+            log.debug("a batch of %d changes failed (%r): each runs alone", len(batch), err)
+            again = batch
+            if _sqlstate(err) == LOCK_NOT_AVAILABLE:
+                # The change that waited goes back to the queue for any free writer, so
+                # that its wait holds up none of the others.
+                self._requeue(batch[failed.index])
+                again = batch[: failed.index] + batch[failed.index + 1 :]
+            for job in again:  # in their order, as SQLite's writer runs them again
+                self._run_alone(job)
+            return
+        store.outage.up()
+        wakeups: set[str] = set()
+        messages: dict[str, Any] = {}
+        effects: list[Callable[[], None]] = []
+        for tx in txs:
+            wakeups |= tx.wakeups
+            messages.update(tx.messages)
+            effects += tx.after
+        run_effects(effects)
+        store.notifier.notify_many(wakeups, messages)
+        done = []
+        for (_, _, loop, fut, _), (kind, value) in zip(batch, outcomes, strict=True):
+            if kind == _OK:
+                done.append((loop, fut, value))
+            elif kind == _RAISED:
+                deliver(loop, fut, None, value)
+        deliver_all(done)
+        for job, (kind, _) in zip(batch, outcomes, strict=True):
+            if kind == _ALONE:
+                self._run_alone(job)
 
     def _run_alone(self, job: Job) -> None:
         """One change in a transaction of its own, with the store's waits and retries."""
@@ -190,11 +226,12 @@ class PgWriters:
         else:
             deliver(loop, fut, result, None)
 
-    def _together(self, batch: list[Job]) -> tuple[list[Any], list[StoreTx]]:
-        """Run the batch's changes in one transaction and commit it. Any failure raises
-        :class:`_BatchFailed`, with the transaction rolled back."""
+    def _together(self, batch: list[Job]) -> tuple[list[tuple[str, Any]], list[StoreTx]]:
+        """Run the batch's changes in one transaction and commit it: what each came to,
+        and the transactions of those that stayed in. A failure that takes more than
+        withdrawing a change raises :class:`_BatchFailed`, with everything rolled back."""
         store = self.store
-        results: list[Any] = []
+        outcomes: list[tuple[str, Any]] = []
         txs: list[StoreTx] = []
         conn: sa.Connection | None = None
         try:
@@ -204,12 +241,21 @@ class PgWriters:
                 tx: StoreTx | None = None
                 for fn, args, _, _, _ in batch:
                     tx = StoreTx(conn, postgres=True, pending_events=pending, follows=tx)
-                    if not txs:
+                    if not outcomes:
                         tx.limit_lock_waits(self.LOCK_TIMEOUT_MS)
-                    results.append(fn(tx, *args))
+                    try:
+                        outcomes.append((_OK, fn(tx, *args)))
+                    except Exception as err:
+                        if _is_database_error(err) or not tx.withdraw():
+                            raise
+                        outcomes.append(
+                            (_ALONE, None) if isinstance(err, RunsAlone) else (_RAISED, err)
+                        )
+                        continue
                     txs.append(tx)
                 assert tx is not None
                 tx.write_pending_events()
+                tx.limit_lock_waits(0)  # the commit's wait for the NOTIFY lock is no deadlock
                 channels = set().union(*(t.wakeups for t in txs))
                 token = store._token
                 tx.commit_pipelined(
@@ -221,9 +267,17 @@ class PgWriters:
                     conn.invalidate()
             # The change that was running (a held-back write that failed is blamed on the
             # change whose read or commit sent it).
-            raise _BatchFailed(min(len(txs), len(batch) - 1)) from err
+            raise _BatchFailed(min(len(outcomes), len(batch) - 1)) from err
         finally:
             if conn is not None:
                 with contextlib.suppress(Exception):
                     conn.close()
-        return results, txs
+        return outcomes, txs
+
+
+def _is_database_error(err: BaseException) -> bool:
+    """Whether ``err`` came from the database (the transaction may be failed: only a
+    rollback goes on from there)."""
+    import psycopg
+
+    return isinstance(err, (psycopg.Error, sa.exc.DBAPIError))

@@ -184,10 +184,11 @@ DELETE_TIMERS_OF_RUN = Q("DELETE FROM dn_timers WHERE run_id = :run_id")
 #: (``engine._service.schedules``), so one schedule's trouble never holds up the others.
 DUE_TIMERS = Q(
     "SELECT id, run_id FROM dn_timers WHERE fire_at <= :now AND kind <> 'schedule' "
-    "ORDER BY fire_at LIMIT :lim"
+    "ORDER BY fire_at, id LIMIT :lim"
 )
 FIRST_TIMERS = Q(
-    "SELECT id, run_id, fire_at FROM dn_timers WHERE kind <> 'schedule' ORDER BY fire_at LIMIT :lim"
+    "SELECT id, run_id, fire_at FROM dn_timers WHERE kind <> 'schedule' "
+    "ORDER BY fire_at, id LIMIT :lim"
 )
 NEXT_TIMER_AT = Q(
     "SELECT MIN(t) FROM (SELECT MIN(fire_at) AS t FROM dn_timers "

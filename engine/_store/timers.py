@@ -109,8 +109,8 @@ class TimerQueries:
         :meth:`timed_out_activity_attempts` at ``now``.
 
         On PostgreSQL they are read in one pipeline with, for each ``(timer id, run id)``
-        of ``expected`` (the timers the caller expects to be due, in the order it will
-        fire them), the run locked and read with its workflow task and that timer's row.
+        of ``expected`` (the timers the caller expects to be due), the run locked (in run id
+        order) and read with its workflow task and that timer's row.
         The first lock of each such run in this transaction then takes what was read
         instead of a round trip of its own (later ones read again: by then this
         transaction may have changed the run). On SQLite, where reads are local,
@@ -125,7 +125,8 @@ class TimerQueries:
             timers, wfts, acts = (self._q(q, p).fetchall() for q, p in reads)
             return timers, wfts, acts
         runs: dict[str, list[int]] = {}
-        for timer_id, run_id in expected:
+        for timer_id, run_id in sorted(expected, key=lambda e: (e[1], e[0])):
+            # Locked in run id order, the order every host takes them in here.
             runs.setdefault(run_id, []).append(timer_id)
         for run_id, timer_ids in runs.items():
             reads += [(LOCK_EXEC, {"run_id": run_id}), (GET_WFT, {"run_id": run_id})]

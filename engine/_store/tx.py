@@ -103,6 +103,11 @@ def _execute(cur: Any, sql: str, params: Any) -> None:
         cur.execute(sql, params or {})
 
 
+class RunsAlone(StoreError):
+    """A change that must have a transaction of its own was run in a batch: the batch takes
+    it out and runs it alone (``engine._store.pg_writer``)."""
+
+
 class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries):
     """One open transaction. Methods run SQL on it; wake-up channels are collected.
 
@@ -175,16 +180,28 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         #: PostgreSQL: a change of a batch (``engine._store.pg_writer``), not alone in its
         #: transaction.
         self._in_batch = follows is not None
+        #: PostgreSQL, in a batch: how many of the held-back writes are the changes'
+        #: before this one (until they are sent), and how many of this change's own
+        #: writes reached the server (see :meth:`withdraw`).
+        self._inherited = 0
+        self._own_sent = 0
+        #: In a batch: the history rows pending before this change, and whether this
+        #: change wrote the pending rows out (theirs and its own, in one statement).
+        self._pending_mark = len(self.pending_events)
+        self._wrote_pending = False
         if follows is not None:
             # The next change of the batch, in the same transaction: what the one before
             # held back goes with this one's first read.
             self._deferred = follows._deferred
             self._begun = follows._begun
+            self._inherited = len(follows._deferred or ())
 
     def _q(self, q: Q, params: Any = None) -> _Cursor:
         """Run a statement whose result (rows, ``rowcount``) the caller reads."""
         cur = self._cursor
         if self.postgres:
+            if self._in_batch and not q.pg.startswith("SELECT"):
+                self._own_sent += 1  # a write whose result is read goes at once
             if self._deferred or not self._begun:
                 self._pipelined(q.pg, params)
             else:
@@ -229,9 +246,23 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
     def _send_deferred(self) -> None:
         """Queue the writes held back on the pipeline that is open (PostgreSQL)."""
         if self._deferred:
+            self._own_sent += len(self._deferred) - self._inherited
+            self._inherited = 0
             for text, values in self._deferred:
                 _execute(self._wcursor, text, values)
             self._deferred.clear()
+
+    def withdraw(self) -> bool:
+        """PostgreSQL, in a batch: take this change out of the transaction after it raised
+        (its held-back writes and history rows are dropped; the rows it read and locked
+        stay locked until the batch commits). False when some of its writes already
+        reached the server, or its history rows went out with the changes' before it:
+        then only rolling back the whole transaction undoes them."""
+        if self._own_sent or self._wrote_pending or self._deferred is None:
+            return False
+        del self._deferred[self._inherited :]
+        del self.pending_events[self._pending_mark :]
+        return True
 
     def commit_pipelined(self, notify_sql: str, notify_params: Sequence[Any]) -> None:
         """PostgreSQL: send what is left (the deferred writes, one ``notify_sql`` per item
@@ -244,11 +275,12 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         self._pipelined(None, None, ("COMMIT",))
 
     def limit_lock_waits(self, ms: int) -> None:
-        """PostgreSQL: wait at most ``ms`` milliseconds for any lock in this transaction
-        (a longer wait fails with ``lock_not_available``). For the first change of a
-        batch: the transaction is not this change's alone."""
+        """PostgreSQL: wait at most ``ms`` milliseconds (0: without limit) for any lock in
+        this transaction (a longer wait fails with ``lock_not_available``). For a batch:
+        the transaction is not this change's alone."""
         self._in_batch = True
         self._w(Q(f"SET LOCAL lock_timeout = {int(ms)}"))
+        self._inherited += 1  # the batch's, not this change's (see withdraw)
 
     def _one(self, q: Q, params: Any) -> Row | None:
         return self._q(q, params).fetchone()
@@ -295,6 +327,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
 
     def lock_execution(self, run_id: str) -> Row | None:
         """Read a run and lock it for this transaction (every change to a run starts here)."""
+        self._prefetched_timer = None
         if self._prefetched_runs and run_id in self._prefetched_runs:
             return self._prefetched_runs.pop(run_id)[0]
         return self._one(LOCK_EXEC, {"run_id": run_id})
@@ -313,6 +346,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         read the rows as the last transaction to hold the lock left them (every change to
         a task row locks its run first).
         """
+        self._prefetched_timer = None  # held for the take right after a lock only
         held = self._prefetched_runs.pop(run_id, None) if self._prefetched_runs else None
         if held is not None and activity is None and (timer is None or timer in held[2]):
             if timer is not None:
@@ -452,6 +486,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         if self.pending_events:
             rows = list(self.pending_events)
             self.pending_events.clear()
+            self._wrote_pending = True
             self._w(INSERT_EVENT, rows)
 
     def read_events(
@@ -720,7 +755,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         raises, and the batch runs again change by change (``engine._store.pg_writer``)."""
         if self.postgres:
             if self._begun or self._in_batch:
-                raise StoreError("a consistent snapshot must be the transaction's first read")
+                raise RunsAlone("a consistent snapshot must be the transaction's first read")
             self._q(_REPEATABLE_READ)
 
     def work_in_progress(self, now: float) -> bool:

@@ -66,7 +66,9 @@ async def test_an_effect_runs_once_when_its_batch_is_run_again(db_url: str) -> N
             client, [client.store.transaction(change), client.store.transaction(_fail)]
         )
         assert results[0] is None and isinstance(results[1], ValueError)
-        assert len(runs) == 2  # in the batch, and again on its own
+        # SQLite runs the batch again change by change (the change ran in the batch and
+        # again on its own); PostgreSQL takes the change that raised out of the batch.
+        assert len(runs) == (1 if client.store.postgres else 2)
         assert effects == [1]
     finally:
         await client.close()

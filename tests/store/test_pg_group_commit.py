@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
+from collections import Counter
 
 import psycopg
-import pytest
 
 from engine import Client
 from engine._store.gateway import Store
+from engine._store.pg_writer import PgWriters
 from engine._store.tx import StoreTx
 
 from .batching import one_batch
@@ -146,16 +147,95 @@ async def test_a_batch_wakes_other_processes_once_it_commits(pg_url: str) -> Non
         receiver.close()
 
 
-@pytest.mark.parametrize("n", [1, 40])
-async def test_every_caller_gets_its_own_result(pg_url: str, n: int) -> None:
-    """More changes than a batch holds, at once: each caller gets its own answer."""
+async def test_more_changes_than_a_batch_holds_each_get_their_own_result(pg_url: str) -> None:
     client = await Client.connect(pg_url)
     try:
 
         def echo(tx: StoreTx, i: int) -> tuple[int, int]:
             return i, _txid(tx)
 
-        results = await asyncio.gather(*(client.store.transaction(echo, i) for i in range(n)))
+        n = PgWriters.MAX_BATCH + 8
+        results = await one_batch(client, [client.store.transaction(echo, i) for i in range(n)])
         assert [i for i, _ in results] == list(range(n))
+        sizes = sorted(Counter(txid for _, txid in results).values())
+        assert sizes == [8, PgWriters.MAX_BATCH], sizes
+    finally:
+        await client.close()
+
+
+async def test_a_change_that_raises_before_writing_leaves_its_batch(pg_url: str) -> None:
+    """It is taken out (its held-back writes dropped): the others commit in the same
+    transaction, its caller gets its exception, and nothing of it is kept."""
+    client = await Client.connect(pg_url)
+    try:
+        names = [f"ns-{uuid.uuid4().hex[:8]}" for _ in range(3)]
+
+        kept, dropped = "kept-" + uuid.uuid4().hex[:8], "dropped-" + uuid.uuid4().hex[:8]
+        event = [(1, 1.0, "MarkerRecorded", "{}")]
+
+        def change(tx: StoreTx, name: str) -> int:
+            tx.insert_namespace(name, 60.0, 0.0)
+            tx.insert_events(f"{kept}-{name}", event)  # history rows written behind
+            return _txid(tx)
+
+        def refuses(tx: StoreTx, name: str) -> None:
+            tx.update_namespace(name, 1.0, "withdrawn", "", "{}", 0.0)  # held back, unsent
+            tx.insert_events(dropped, event)
+            raise LookupError("no such thing")
+
+        results = await one_batch(
+            client,
+            [
+                client.store.transaction(change, names[0]),
+                client.store.transaction(refuses, names[0]),
+                client.store.transaction(change, names[1]),
+            ],
+        )
+        assert isinstance(results[1], LookupError)
+        assert results[0] == results[2]  # one transaction, without a second run
+
+        def sends_then_refuses(tx: StoreTx, name: str) -> None:
+            tx.insert_namespace(name, 60.0, 0.0)  # its rowcount is read: sent at once
+            raise LookupError("too late to take it out")
+
+        results = await one_batch(
+            client,
+            [
+                client.store.transaction(change, names[2]),
+                client.store.transaction(sends_then_refuses, "ns-never"),
+            ],
+        )
+        assert isinstance(results[1], LookupError) and isinstance(results[0], int)
+        found = await client.store.read(
+            lambda tx: [tx.get_namespace(n) for n in [*names, "ns-never"]]
+        )
+        assert [row is not None for row in found] == [True, True, True, False]
+        assert found[0].description == ""  # the withdrawn change's write was dropped
+
+        def events(tx: StoreTx) -> list[int]:
+            runs = [dropped, *(f"{kept}-{n}" for n in names)]
+            return [len(tx.read_events(r)) for r in runs]
+
+        assert await client.store.read(events) == [0, 1, 1, 1]
+    finally:
+        await client.close()
+
+
+async def test_a_change_that_needs_a_snapshot_of_its_own_runs_after_its_batch(
+    pg_url: str,
+) -> None:
+    client = await Client.connect(pg_url)
+    try:
+
+        def plain(tx: StoreTx) -> int:
+            return _txid(tx)
+
+        def snapshot(tx: StoreTx) -> int:
+            tx.consistent_snapshot()
+            return _txid(tx)
+
+        calls = [client.store.transaction(f) for f in (plain, snapshot, plain)]
+        first, alone, last = await one_batch(client, calls)
+        assert first == last and alone != first
     finally:
         await client.close()

@@ -14,6 +14,7 @@ import pytest
 from engine import Client
 from engine._model import commands as cmd
 from engine._service.service import Service
+from engine._store.gateway import Store
 from engine._store.schema import EXEC_RUNNING
 
 from .test_operations_pure import NS, WORKER, FrozenClock, _workflow_task
@@ -63,31 +64,38 @@ async def test_two_timers_of_one_run_expected_together_fire_once_each(db_url: st
 
 
 async def test_a_stale_look_ahead_fires_nothing_twice(db_url: str) -> None:
-    """Two hosts read the same look-ahead; both fire at once. Each timer fires once."""
+    """Two hosts (two stores, as two processes have) read the same look-ahead and fire at
+    once. Each timer fires once."""
     clock = FrozenClock()
-    async with (
-        await Client.connect(db_url, clock=clock) as first,
-        await Client.connect(db_url, clock=clock) as second,
-    ):
-        for i in range(5):
-            await _with_timers(first.service, f"wf-{i}", "t")
-        clock.t += 10.0
-        expected = await _expected(first.service)
-        assert len(expected) == 5 and await _expected(second.service) == expected
-        results = await asyncio.gather(
-            first.service.fire_due_timers_eager({}, expected),
-            second.service.fire_due_timers_eager({}, expected),
-        )
-        assert all(started == {} for _, started in results)
-        for i in range(5):
-            types = await _types(first, f"wf-{i}")
-            assert types.count("TimerFired") == 1, types
-            assert types[-1] == "WorkflowTaskScheduled"
-        # And once more, everything already fired: nothing due, nothing written.
-        assert await second.service.fire_due_timers_eager({}, expected) == (0, {})
+    other = Store(db_url)
+    other.open()
+    try:
+        async with await Client.connect(db_url, clock=clock) as first:
+            second = Service(other, clock)
+            assert second.store is not first.store
+            for i in range(5):
+                await _with_timers(first.service, f"wf-{i}", "t")
+            clock.t += 10.0
+            expected = await _expected(first.service)
+            assert len(expected) == 5 and await _expected(second) == expected
+            results = await asyncio.gather(
+                first.service.fire_due_timers_eager({}, expected),
+                second.fire_due_timers_eager({}, expected),
+            )
+            assert all(started == {} for _, started in results)
+            for i in range(5):
+                types = await _types(first, f"wf-{i}")
+                assert types.count("TimerFired") == 1, types
+                assert types[-1] == "WorkflowTaskScheduled"
+            # And once more, everything already fired: nothing due, nothing written.
+            assert await second.fire_due_timers_eager({}, expected) == (0, {})
+    finally:
+        other.close()
 
 
 async def test_a_run_that_ended_after_the_look_ahead_gets_no_timer_event(db_url: str) -> None:
+    """The run's end took its timer with it: what the look-ahead expected is not due, its
+    lock read ahead goes unused, and nothing is written."""
     clock = FrozenClock()
     async with await Client.connect(db_url, clock=clock) as client:
         svc = client.service
@@ -108,11 +116,13 @@ class _Seen(Exception):
 def _lock_after_a_change(tx: Any, now: float, timer_id: int, run_id: str) -> None:
     """Lock ahead, change the run under its first lock, then lock it again for the timer."""
     timers, _, _ = tx.due_work(now, 10, [(timer_id, run_id)])
-    first = tx.lock_execution(run_id)
+    read_ahead = run_id in tx._prefetched_runs
+    assert tx.lock_execution(run_id) is not None
+    assert run_id not in tx._prefetched_runs  # the first lock took it
     tx.update_execution(run_id, history_size_bytes=999_999)
     again, wft = tx.lock_execution_and_workflow_task(run_id, timer=timer_id)
     timer = tx.take_timer(timer_id)
-    raise _Seen(len(timers), first.history_size_bytes, again.history_size_bytes, timer, wft)
+    raise _Seen(len(timers), read_ahead, again.history_size_bytes, timer, wft)
 
 
 async def test_what_was_read_ahead_stands_in_for_the_first_lock_only(db_url: str) -> None:
@@ -124,9 +134,10 @@ async def test_what_was_read_ahead_stands_in_for_the_first_lock_only(db_url: str
         ((timer_id, _),) = await _expected(svc)
         with pytest.raises(_Seen) as seen:
             await client.store.transaction(_lock_after_a_change, clock.t, timer_id, run_id)
-        due, before, after, timer, wft = seen.value.args
+        due, read_ahead, after, timer, wft = seen.value.args
         assert due == 1 and timer is not None and timer.data == "t" and wft is None
-        assert before != 999_999 and after == 999_999  # the second lock read the change
+        assert read_ahead == client.store.postgres  # SQLite reads locally: no look-ahead
+        assert after == 999_999  # the second lock read the change, not what was read ahead
         # Nothing was kept: the timer fires as usual.
         assert await svc.fire_due_timers() == 1
         assert (await _types(client, "wf-1"))[-2:] == ["TimerFired", "WorkflowTaskScheduled"]
