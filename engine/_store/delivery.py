@@ -50,20 +50,16 @@ def _settle_many(items: list[tuple[asyncio.Future[Any], Any]]) -> None:
 def deliver(
     loop: asyncio.AbstractEventLoop | None, fut: Any, result: Any, error: BaseException | None
 ) -> None:
-    """Settle one caller's future (once: a settled one is left as it is) from any thread."""
+    """Settle one caller's future (once: a settled one is left as it is) from any thread:
+    an asyncio future on its loop, a ``concurrent.futures`` one (``loop`` None) here."""
     if loop is None:
-        if fut.done():
-            return
-        if error is not None:
-            fut.set_exception(error)
-        else:
-            fut.set_result(result)
+        _settle(fut, result, error)
         return
     with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
         loop.call_soon_threadsafe(_settle, fut, result, error)
 
 
-def _settle(fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+def _settle(fut: Any, result: Any, error: BaseException | None) -> None:
     if fut.done():
         return
     if error is not None:

@@ -16,7 +16,7 @@ back to back in one transaction, with one commit, as SQLite's writer does.
 - A change that raises (a run not found, a workflow id taken, ...) before any of its
   writes reached the server is taken out of the batch: its held-back writes are dropped,
   its caller gets the exception once the others have committed. The locks its reads took
-  stay until that commit. A change that must run alone (``RunsAlone``: it needs a
+  stay until that commit. A change that must run alone (``_RunsAlone``: it needs a
   snapshot of its own) is taken out the same way and runs after the batch.
 - Anything else that fails (a change that raised after its writes were sent, a database
   error, a lock timed out, the connection was lost) rolls the batch back, and each change
@@ -46,7 +46,7 @@ from ..exceptions import StoreError
 from .delivery import Job, deliver, deliver_all, run_effects
 from .dialects import NOTIFY_CHANNEL
 from .outage import LOST, classify
-from .tx import RunsAlone, StoreTx
+from .tx import StoreTx, _RunsAlone
 
 if TYPE_CHECKING:
     from .gateway import Store
@@ -249,7 +249,7 @@ class PgWriters:
                         if _is_database_error(err) or not tx.withdraw():
                             raise
                         outcomes.append(
-                            (_ALONE, None) if isinstance(err, RunsAlone) else (_RAISED, err)
+                            (_ALONE, None) if isinstance(err, _RunsAlone) else (_RAISED, err)
                         )
                         continue
                     txs.append(tx)

@@ -103,7 +103,7 @@ def _execute(cur: Any, sql: str, params: Any) -> None:
         cur.execute(sql, params or {})
 
 
-class RunsAlone(StoreError):
+class _RunsAlone(StoreError):
     """A change that must have a transaction of its own was run in a batch: the batch takes
     it out and runs it alone (``engine._store.pg_writer``)."""
 
@@ -755,7 +755,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         raises, and the batch runs again change by change (``engine._store.pg_writer``)."""
         if self.postgres:
             if self._begun or self._in_batch:
-                raise RunsAlone("a consistent snapshot must be the transaction's first read")
+                raise _RunsAlone("a consistent snapshot must be the transaction's first read")
             self._q(_REPEATABLE_READ)
 
     def work_in_progress(self, now: float) -> bool:
