@@ -49,7 +49,7 @@ from .delivery import Job, deliver, deliver_all, run_effects
 from .dialects import NOTIFY_CHANNEL, PostgresListener, create_engine, parse_url
 from .migrations import migrate
 from .notify import Notifier
-from .outage import CONTENTION, LOST, Outage, RetryConfig, Waiting, classify
+from .outage import CONTENTION, LOST, Outage, RetryConfig, Waiting, classify, is_database_error
 from .pg_writer import NOTIFY_SQL, PgWriters
 from .tx import StoreTx
 
@@ -225,7 +225,7 @@ class Store:
                         )
             except Exception as err:
                 # Statements run on the driver's cursor: its errors arrive unwrapped.
-                if not (isinstance(err, DBAPIError) or _is_driver_error(err)):
+                if not is_database_error(err):
                     raise
                 kind = classify(err)
                 if kind is None:
@@ -555,16 +555,6 @@ def _pg_restore(conn: sa.Connection, saved: tuple[Any, Any, Any]) -> None:
     except Exception:
         with contextlib.suppress(Exception):
             conn.invalidate()
-
-
-def _is_driver_error(err: BaseException) -> bool:
-    if isinstance(err, sqlite3.Error):
-        return True
-    try:
-        import psycopg
-    except ImportError:  # PostgreSQL support not installed
-        return False
-    return isinstance(err, psycopg.Error)
 
 
 def _restarting(err: DBAPIError) -> bool:

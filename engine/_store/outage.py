@@ -105,6 +105,19 @@ class RetryConfig:
             )
 
 
+def is_database_error(err: BaseException) -> bool:
+    """Whether ``err`` came from the database or its driver (statements run on the driver's
+    cursor raise its errors unwrapped; SQLAlchemy's arrive as ``DBAPIError``). The
+    transaction it happened in may be failed: only a rollback goes on from there."""
+    if isinstance(err, (DBAPIError, sqlite3.Error)):
+        return True
+    try:
+        import psycopg
+    except ImportError:  # PostgreSQL support not installed
+        return False
+    return isinstance(err, psycopg.Error)
+
+
 def classify(err: BaseException) -> str | None:
     """:data:`LOST` or :data:`CONTENTION` for an error that may pass by
     itself; None for one that will not (a bug, a constraint, a full disk, a bad password)."""

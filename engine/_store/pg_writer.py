@@ -25,8 +25,10 @@ back to back in one transaction, with one commit, as SQLite's writer does.
   thread, except the one that waited too long for a lock: it goes back to the queue,
   marked to run alone, for any free writer, so that its wait holds up none of the others.
 - The lock timeout ends before the commit, whose wait for PostgreSQL's ``NOTIFY`` lock is
-  a queue of committers, not a deadlock. Transaction functions are pure (see ``engine._store.gateway``), so running one
-  again is safe.
+  a queue of committers, not a deadlock.
+
+Transaction functions are pure (see ``engine._store.gateway``), so running one again is
+safe.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import sqlalchemy as sa
 from ..exceptions import StoreError
 from .delivery import Job, deliver, deliver_all, run_effects
 from .dialects import NOTIFY_CHANNEL
-from .outage import LOST, classify
+from .outage import LOST, classify, is_database_error
 from .tx import StoreTx, _RunsAlone
 
 if TYPE_CHECKING:
@@ -246,7 +248,7 @@ class PgWriters:
                     try:
                         outcomes.append((_OK, fn(tx, *args)))
                     except Exception as err:
-                        if _is_database_error(err) or not tx.withdraw():
+                        if is_database_error(err) or not tx.withdraw():
                             raise
                         outcomes.append(
                             (_ALONE, None) if isinstance(err, _RunsAlone) else (_RAISED, err)
@@ -273,11 +275,3 @@ class PgWriters:
                 with contextlib.suppress(Exception):
                     conn.close()
         return outcomes, txs
-
-
-def _is_database_error(err: BaseException) -> bool:
-    """Whether ``err`` came from the database (the transaction may be failed: only a
-    rollback goes on from there)."""
-    import psycopg
-
-    return isinstance(err, (psycopg.Error, sa.exc.DBAPIError))

@@ -97,16 +97,12 @@ class TimerQueries:
             self._w(DELETE_TIMER, {"id": timer_id})
         return row
 
-    def due_timers(self: _Tx, now: float, limit: int) -> Sequence[Row]:
-        """Timers due at ``now``, earliest first (unlocked: claim each with take_timer)."""
-        rows: Sequence[Row] = self._q(DUE_TIMERS, {"now": now, "lim": limit}).fetchall()
-        return rows
-
     def due_work(
         self: _Tx, now: float, limit: int, expected: Sequence[tuple[int, str]] = ()
     ) -> tuple[Sequence[Row], Sequence[Row], Sequence[Row]]:
-        """:meth:`due_timers`, :meth:`timed_out_workflow_tasks` and
-        :meth:`timed_out_activity_attempts` at ``now``.
+        """What is due at ``now``: the timers (earliest first, unlocked: each is claimed
+        with :meth:`take_timer`), the started workflow tasks and the started activity
+        attempts past their deadlines.
 
         On PostgreSQL they are read in one pipeline with, for each ``(timer id, run id)``
         of ``expected`` (the timers the caller expects to be due), the run locked (in run id
@@ -140,16 +136,6 @@ class TimerQueries:
             self._prefetched_runs[run_id] = (row[0] if row else None, wft[0] if wft else None, got)
             i += 2 + len(timer_ids)
         return found[0], found[1], found[2]
-
-    def timed_out_workflow_tasks(self: _Tx, now: float, limit: int) -> Sequence[Row]:
-        """Started workflow tasks past their deadline."""
-        rows: Sequence[Row] = self._q(TIMED_OUT_WFTS, {"now": now, "lim": limit}).fetchall()
-        return rows
-
-    def timed_out_activity_attempts(self: _Tx, now: float, limit: int) -> Sequence[Row]:
-        """Started activity attempts past their start-to-close deadline."""
-        rows: Sequence[Row] = self._q(TIMED_OUT_ACTS, {"now": now, "lim": limit}).fetchall()
-        return rows
 
     def next_timers(self: _Tx, limit: int) -> tuple[float | None, Sequence[Row]]:
         """When the earliest timer is due (None if there is none), and the first ``limit``

@@ -752,7 +752,8 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
     def consistent_snapshot(self) -> None:
         """Make the following reads see one snapshot (PostgreSQL; SQLite already does).
         Only in a transaction of its own, as its first read: in a PostgreSQL batch it
-        raises, and the batch runs again change by change (``engine._store.pg_writer``)."""
+        raises, and the batch takes the change out to run it alone afterwards
+        (``engine._store.pg_writer``)."""
         if self.postgres:
             if self._begun or self._in_batch:
                 raise _RunsAlone("a consistent snapshot must be the transaction's first read")
