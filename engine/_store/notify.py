@@ -10,7 +10,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict, defaultdict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
+
+
+class _Cancellable(Protocol):
+    def cancel(self) -> None: ...
 
 
 class Notifier:
@@ -101,11 +106,19 @@ class Notifier:
         with self._lock:
             return self._messages.get(channel)
 
-    async def wait(self, channel: str, timeout: float | None, since: int | None = None) -> bool:
+    async def wait(
+        self,
+        channel: str,
+        timeout: float | None,
+        since: int | None = None,
+        call_later: Callable[[float, Callable[[], Any]], _Cancellable] | None = None,
+    ) -> bool:
         """Wait until ``channel`` is notified (True) or ``timeout`` seconds pass (False;
         ``None``: no timeout).
 
-        With ``since``, return at once if the generation has moved past it.
+        With ``since``, return at once if the generation has moved past it. The timeout
+        is the loop's ``call_later``, or ``call_later`` when given (the timer loop's
+        ``Alarm``, which wakes on time to well under a millisecond).
         """
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
@@ -116,10 +129,13 @@ class Notifier:
             self._waiters[channel].add(entry)
         # A timer handle instead of asyncio.wait_for: this runs for every wait of every
         # poller and result, and wait_for costs a task and several callbacks each time.
-        timer: asyncio.TimerHandle | None = None
+        timer: _Cancellable | None = None
         try:
             if timeout is not None:
-                timer = loop.call_later(timeout, _expire, fut)
+                if call_later is None:
+                    timer = loop.call_later(timeout, _expire, fut)
+                else:
+                    timer = call_later(timeout, lambda: _expire(fut))
             await fut
             return fut.result()
         finally:

@@ -13,6 +13,7 @@ import pytest
 
 from engine import Client
 from engine._model import commands as cmd
+from engine._service.host import EXPECT_MARGIN, ServiceHost
 from engine._service.service import Service
 from engine._store.gateway import Store
 from engine._store.schema import EXEC_RUNNING
@@ -143,3 +144,38 @@ async def test_what_was_read_ahead_stands_in_for_the_first_lock_only(db_url: str
         assert (await _types(client, "wf-1"))[-2:] == ["TimerFired", "WorkflowTaskScheduled"]
         row = await client.store.read(lambda tx: tx.get_execution(run_id))
         assert row.status == EXEC_RUNNING and row.namespace == NS
+
+
+async def test_a_timer_due_just_after_the_loop_looks_is_expected_and_kept_until_it_fires(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host's pass expects the timers due within ``EXPECT_MARGIN`` of its clock too
+    (their runs locked ahead, slots reserved): the transaction reads its clock later. One
+    the transaction did not find due stays in the look-ahead and fires in a later pass."""
+    clock = FrozenClock()
+    async with await Client.connect(db_url, clock=clock) as client:
+        svc = client.service
+        await _with_timers(svc, "wf-1", "t")
+        host = ServiceHost(svc)
+        _, host._upcoming = await svc.next_timers(64)
+        ((run_id, fire_at, timer_id),) = host._upcoming
+        passes: list[list[tuple[int, str]]] = []
+        fire = svc.fire_due_timers_eager
+
+        async def spy(eager: Any, expected: list[tuple[int, str]]) -> Any:
+            passes.append(list(expected))
+            return await fire(eager, expected)
+
+        monkeypatch.setattr(svc, "fire_due_timers_eager", spy)
+        clock.t = fire_at - EXPECT_MARGIN / 2  # not due yet, but within the margin
+        assert await host._fire_due() == 0
+        assert passes == [[(timer_id, run_id)]]
+        assert host._upcoming == [(run_id, fire_at, timer_id)]  # kept for the next pass
+        clock.t = fire_at
+        assert await host._fire_due() == 1
+        assert passes[-1] == [(timer_id, run_id)] and host._upcoming == []
+        assert (await _types(client, "wf-1"))[-2:] == ["TimerFired", "WorkflowTaskScheduled"]
+        clock.t = fire_at - 10 * EXPECT_MARGIN  # further off: not expected
+        host._upcoming = [(run_id, fire_at, timer_id)]
+        await host._fire_due()
+        assert len(passes) == 2 and host._upcoming == [(run_id, fire_at, timer_id)]
