@@ -6,8 +6,9 @@ execution lists and worker metrics (ipywidgets; anywidget for the custom views).
     Timeline(handle)           # lanes of activity attempts, timers, children, signals
     ScheduleView(client, "id") # a schedule's action times: taken, skipped, missed, upcoming
 
-Each widget is built on a pure view model in :mod:`widgets.models`. Live widgets refresh
-from the store on a background thread that exists only while one of them is live.
+Each widget is built on a pure view model (:mod:`widgets.models`,
+:mod:`widgets.timeline_model`, :mod:`widgets.stepper_model`). Live widgets refresh from the
+store on a background thread that exists only while one of them is live.
 
 ``stop()`` (on every widget) ends a widget's refresh and leaves it on screen, showing
 what it shows then: the clean-up of a notebook, so that after "Run All" every output above

@@ -20,13 +20,12 @@ from ._static import CSS, esm
 from .models import (
     STATUS_COLOURS,
     HistoryModel,
-    TimelineData,
     axis_ticks,
     min_bar_seconds,
     offset_text,
-    timeline,
     timeline_ticks,
 )
+from .timeline_model import TimelineData, timeline
 
 __all__ = ["Timeline"]
 

@@ -32,8 +32,9 @@ from engine.exceptions import (
     WorkflowNotFoundError,
     WorkflowUpdateFailedError,
 )
-from widgets.models import HistoryModel, metadata_text, timeline, timeline_ticks
+from widgets.models import HistoryModel, metadata_text, timeline_ticks
 from widgets.search_attributes import SUGGEST_SCRIPT, attribute_values
+from widgets.timeline_model import timeline
 
 STATIC = Path(__file__).parent / "static"
 AUTH_RESOURCE = "durable"
@@ -455,7 +456,7 @@ class CompactHandler(DurableAPIHandler):
 
 
 class TimelineHandler(DurableAPIHandler):
-    """``GET workflows/{id}/timeline``: the lanes of :func:`widgets.models.timeline` (bars
+    """``GET workflows/{id}/timeline``: the lanes of :func:`widgets.timeline_model.timeline` (bars
     and ticks, seconds since the run's first event), ``now`` while the run is open, and
     the axis ``ticks`` (``[seconds, label]``): what the Timeline widget draws, with the
     user's summaries decoded by the client's data converter (each lane's ``summary``, a

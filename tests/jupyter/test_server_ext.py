@@ -23,7 +23,8 @@ from engine import (
 )
 from kernel_ext.server.app import backend_of, redact_url, resolve_url
 from tests.codecs import WrapCodec
-from widgets.models import HistoryModel, axis_ticks, timeline
+from widgets.models import HistoryModel, axis_ticks
+from widgets.timeline_model import timeline
 
 from .rest import request_json as _request
 

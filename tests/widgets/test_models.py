@@ -23,8 +23,8 @@ from widgets.models import (
     offset_text,
     short_id,
     tick_label,
-    timeline,
 )
+from widgets.timeline_model import timeline
 
 from ..conftest import TEMPORAL_DATA
 

@@ -22,7 +22,8 @@ from widgets import (
     _live,
     _snapshot,
 )
-from widgets.models import min_bar_seconds, timeline
+from widgets.models import min_bar_seconds
+from widgets.timeline_model import timeline
 
 from ..interop.engine_code import SignalWF
 from .conftest import eventually, widget_threads

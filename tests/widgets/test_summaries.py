@@ -23,7 +23,8 @@ from engine import (
 )
 from tests.codecs import WrapCodec
 from widgets import HistoryView, ReplayStepper, Timeline
-from widgets.models import ENCODED, HistoryModel, event_row, metadata_text, timeline
+from widgets.models import ENCODED, HistoryModel, event_row, metadata_text
+from widgets.timeline_model import timeline
 
 from ..interop.engine_code import HelloWF, SummariesWF
 from .conftest import eventually

@@ -1,4 +1,4 @@
-// Timeline front end: an SVG drawing of the lanes the kernel computes (widgets/models.py).
+// Timeline front end: an SVG drawing of the lanes the kernel computes (widgets/timeline_model.py).
 const SVG = "http://www.w3.org/2000/svg";
 const LANE_H = 24;
 const LABEL_W = 200;
