@@ -3,6 +3,13 @@
 In-process closes (and, on PostgreSQL, closes anywhere) wake waiters at once through the
 notifier. For closes made by another process on SQLite, one loop per service polls the
 statuses of every awaited run together and notifies the ones that closed.
+
+On PostgreSQL that poll is only a safety net: every close reaches every process through
+``LISTEN``, and a listener that lost its connection wakes every waiter once it is back.
+So it polls every :data:`PG_INTERVAL` seconds there, not every half second. (Every half
+second it also ran a transaction at the very moment the timers of runs started with the
+waiters came due, a whole second later: one more transaction for the firing pass to
+share the process with.)
 """
 
 from __future__ import annotations
@@ -22,11 +29,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("engine.service")
 
 
+#: Seconds between two polls on SQLite, where only the poll sees another process's closes.
+SQLITE_INTERVAL = 0.5
+#: Seconds between two polls on PostgreSQL (a safety net: see the module docstring).
+PG_INTERVAL = 5.0
+
+
 class CloseWatcher:
     """Shared fallback poll for awaited runs."""
 
-    def __init__(self, service: Service, interval: float = 0.5) -> None:
+    def __init__(self, service: Service, interval: float | None = None) -> None:
         self.service = service
+        #: Seconds between two polls (None: by the store's database).
         self.interval = interval
         self._waiting: Counter[str] = Counter()
         self._tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
@@ -57,9 +71,13 @@ class CloseWatcher:
                     task.cancel()
 
     async def _poll(self) -> None:
-        notifier = self.service.store.notifier
+        store = self.service.store
+        notifier = store.notifier
+        interval = self.interval
+        if interval is None:
+            interval = PG_INTERVAL if store.postgres else SQLITE_INTERVAL
         while self._waiting:
-            await asyncio.sleep(self.interval)
+            await asyncio.sleep(interval)
             run_ids = list(self._waiting)
             if not run_ids:
                 break
