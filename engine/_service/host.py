@@ -31,6 +31,9 @@ EAGER_LOOKAHEAD = 64
 #: one firing pass takes them all (see :meth:`ServiceHost._gather_until`).
 GATHER_MAX = 0.005
 
+#: The most timers one firing pass fires (the rest wait for the next pass, at once).
+FIRE_LIMIT = 200
+
 #: Timers due this soon after the loop looks are expected too (their runs locked ahead, a
 #: slot reserved with their workers): the firing transaction reads its clock a little later,
 #: and a timer it finds due but did not expect is handed to no worker (a poll takes it).
@@ -95,7 +98,12 @@ class ServiceHost:
                 if not clock.skipping and clock.now() >= self._next_sweep:
                     await self._sweep_batch()
                 generation = notifier.generation(TIMERS_CHANNEL)
-                if await self._fire_due():
+                fired = await self._fire_due()
+                # A full pass leaves more due: another at once. After any other, the read
+                # of the next timers below finds what came due meanwhile (a wait of zero),
+                # so no write transaction runs for nothing beside the tasks just started.
+                # Under time skipping, as before: a pass again at once.
+                if fired >= FIRE_LIMIT or (fired and clock.skipping):
                     continue
                 if await service.fire_due_schedules():
                     continue
@@ -155,11 +163,13 @@ class ServiceHost:
             self._upcoming = [e for e in self._upcoming if e[1] > now]
         began = time.monotonic()
         if not expected:
-            fired = await service.fire_due_timers()
+            fired = await service.fire_due_timers(FIRE_LIMIT)
         else:
             started: dict[str, WorkflowTask] = {}
             try:
-                fired, started = await service.fire_due_timers_eager(reservations, expected)
+                fired, started = await service.fire_due_timers_eager(
+                    reservations, expected, FIRE_LIMIT
+                )
             finally:  # every reservation settled once, whatever happened
                 for run_id, reservation in reservations.items():
                     reservation.settle(started.get(run_id))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from engine import Client
 from engine._model import commands as cmd
@@ -83,3 +84,43 @@ async def test_timers_further_apart_fire_in_passes_of_their_own(db_url: str) -> 
     assert len(set(times)) == 3, times
     for i, fired in enumerate(sorted(times)):
         assert fired >= T0 + 0.3 + i * 0.2
+
+
+async def test_a_pass_that_fired_is_not_followed_by_an_empty_one(db_url: str) -> None:
+    """After a pass that fired fewer timers than its limit, the loop reads when the next
+    timer is due instead of running a firing transaction for nothing at once."""
+    clock = HeldClock()
+    async with await Client.connect(db_url, namespace=NS, clock=clock) as client:
+        svc = client.service
+        task = await _workflow_task(svc, "wf-0")
+        await svc.complete_workflow_task(
+            task, [cmd.StartTimer(seq=1, timer_id="t", duration=0.3)], WORKER
+        )
+        calls: list[int] = []
+        eager, plain = svc.fire_due_timers_eager, svc.fire_due_timers
+
+        async def spy_eager(*args: Any) -> Any:
+            fired, started = await eager(*args)
+            calls.append(fired)
+            return fired, started
+
+        async def spy_plain(*args: Any) -> Any:
+            fired = await plain(*args)
+            calls.append(fired)
+            return fired
+
+        svc.fire_due_timers_eager = spy_eager  # type: ignore[method-assign]
+        svc.fire_due_timers = spy_plain  # type: ignore[method-assign]
+        clock.run()
+        host = ServiceHost(svc, poll_interval=5.0, sweep_delay=60.0)
+        host.start()
+        try:
+            for _ in range(200):
+                if await _fired_times(client, ["wf-0"]):
+                    break
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.3)
+        finally:
+            await host.stop()
+    # The first look (nothing due yet), the pass that fired the timer, and nothing after.
+    assert calls == [0, 1], calls
