@@ -3,7 +3,7 @@
 asyncio waits in ``epoll_wait``, whose timeout Linux lets run late by a tenth of a percent
 of its length (the kernel's slack for ``select``-like waits of ordinary processes) and
 rounds up to a whole millisecond: a one-second wait ends about 1.2 ms late on the
-project's machines, a timer's whole lateness on SQLite. A thread that sleeps on a
+project's machines, half of a lone timer's lateness on SQLite. A thread that sleeps on a
 condition variable wakes within the thread's timer slack (50 microseconds by default).
 
 :class:`Alarm` is one such thread: :meth:`Alarm.call_later` runs a callback on an event
