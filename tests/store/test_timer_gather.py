@@ -10,11 +10,11 @@ import time
 from typing import Any
 
 from engine import Client
-from engine._model import commands as cmd
 from engine._service.clock import Clock
 from engine._service.host import GATHER_MAX, ServiceHost
 
-from .test_operations_pure import NS, T0, WORKER, _workflow_task
+from .test_operations_pure import NS, T0
+from .test_timer_lookahead import _with_timers
 
 
 class HeldClock(Clock):
@@ -51,10 +51,7 @@ async def _run_host(client: Client, pass_seconds: float, spacing: float) -> list
     ids = [f"wf-{i}" for i in range(3)]
     for i, workflow_id in enumerate(ids):
         clock.t = T0 + i * spacing
-        task = await _workflow_task(client.service, workflow_id)
-        await client.service.complete_workflow_task(
-            task, [cmd.StartTimer(seq=1, timer_id="t", duration=0.3)], WORKER
-        )
+        await _with_timers(client.service, workflow_id, "t", duration=0.3)
     clock.run()
     host = ServiceHost(client.service)
     host._pass_seconds = pass_seconds
@@ -92,10 +89,7 @@ async def test_a_pass_that_fired_is_not_followed_by_an_empty_one(db_url: str) ->
     clock = HeldClock()
     async with await Client.connect(db_url, namespace=NS, clock=clock) as client:
         svc = client.service
-        task = await _workflow_task(svc, "wf-0")
-        await svc.complete_workflow_task(
-            task, [cmd.StartTimer(seq=1, timer_id="t", duration=0.3)], WORKER
-        )
+        await _with_timers(svc, "wf-0", "t", duration=0.3)
         calls: list[int] = []
         eager, plain = svc.fire_due_timers_eager, svc.fire_due_timers
 

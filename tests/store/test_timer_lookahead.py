@@ -21,10 +21,14 @@ from engine._store.schema import EXEC_RUNNING
 from .test_operations_pure import NS, WORKER, FrozenClock, _workflow_task
 
 
-async def _with_timers(svc: Service, workflow_id: str, *timer_ids: str) -> str:
-    """A run whose first workflow task started a 5 s timer per id."""
+async def _with_timers(
+    svc: Service, workflow_id: str, *timer_ids: str, duration: float = 5.0
+) -> str:
+    """A run whose first workflow task started a timer of ``duration`` seconds per id."""
     task = await _workflow_task(svc, workflow_id)
-    timers = [cmd.StartTimer(seq=i + 1, timer_id=t, duration=5.0) for i, t in enumerate(timer_ids)]
+    timers = [
+        cmd.StartTimer(seq=i + 1, timer_id=t, duration=duration) for i, t in enumerate(timer_ids)
+    ]
     await svc.complete_workflow_task(task, timers, WORKER)
     return task.run_id
 
