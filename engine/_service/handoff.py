@@ -35,7 +35,7 @@ every task it is given.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -55,6 +55,11 @@ class WorkflowTaskTaker(Protocol):
 
     def settle_workflow_task(self, reservation: Reservation, task: WorkflowTask | None) -> None:
         """Run ``task`` on the reserved slot, or give the slot back when it is None."""
+        ...
+
+    def warm(self, run_ids: Collection[str]) -> None:
+        """A timer of one of ``run_ids`` comes due soon: wake the runner's threads if it
+        holds one of them (from any thread; nothing else changes)."""
         ...
 
 
@@ -156,6 +161,13 @@ class Handoffs:
                     takers.remove(taker)
                     if not takers:
                         del registry[key]
+
+    def warm(self, run_ids: Collection[str]) -> None:
+        """Tell every workflow runner that timers of ``run_ids`` come due soon (the timer
+        loop, a moment before): a runner holding one wakes its threads."""
+        for takers in list(self._workflow.values()):
+            for taker in list(takers):
+                taker.warm(run_ids)
 
     def serves(self, namespace: str, task_queue: str) -> bool:
         """Whether a workflow runner of this process polls the queue."""

@@ -39,6 +39,11 @@ FIRE_LIMIT = 200
 #: and a timer it finds due but did not expect is handed to no worker (a poll takes it).
 EXPECT_MARGIN = 0.002
 
+#: How long before the next timer the loop wakes its store's writer and the activation
+#: threads of the workers holding the timers' runs (see :meth:`ServiceHost._warm`), when it
+#: would otherwise wait longer than twice this.
+WARM_LEAD = 0.02
+
 #: Clock seconds between two retention sweeps, and from the host's start to its first.
 SWEEP_INTERVAL = 60.0
 SWEEP_DELAY = 5.0
@@ -119,11 +124,29 @@ class ServiceHost:
                 delay = self.poll_interval
                 if not clock.skipping:  # wake for the next sweep batch too
                     delay = min(delay, clock.real_delay(self._next_sweep))
+                target = None  # when the next pass is due, if the wait is for a timer
                 if next_at is not None:
                     if clock.skipping:
                         delay = min(delay, clock.real_delay(next_at), 0.05)
                     else:
-                        delay = min(delay, clock.real_delay(self._gather_until(next_at)))
+                        target = self._gather_until(next_at)
+                        timer_delay = clock.real_delay(target)
+                        if timer_delay <= delay:
+                            delay = timer_delay
+                        else:
+                            target = None
+                if target is not None and delay > 2 * WARM_LEAD:
+                    # Most of the wait, then wake the threads the timers will need, then
+                    # the rest (a notification in the first part starts the turn again).
+                    if await notifier.wait(
+                        TIMERS_CHANNEL,
+                        delay - WARM_LEAD,
+                        since=generation,
+                        call_later=self._alarm.call_later,
+                    ):
+                        continue
+                    self._warm(target)
+                    delay = clock.real_delay(target)
                 if delay > 0:
                     await notifier.wait(
                         TIMERS_CHANNEL, delay, since=generation, call_later=self._alarm.call_later
@@ -177,6 +200,19 @@ class ServiceHost:
             took = time.monotonic() - began
             self._pass_seconds = 0.7 * self._pass_seconds + 0.3 * took
         return fired
+
+    def _warm(self, target: float) -> None:
+        """The next pass is due at ``target``, :data:`WARM_LEAD` from now: wake the
+        store's writer thread(s) and the activation threads of this process's workers
+        that hold the runs of the timers due by then. On a virtual machine a thread that
+        slept a second can take milliseconds to wake (its vCPU descheduled by the host),
+        and a timer's path has several: the firing transaction's writer, the loop, the
+        activation thread. Woken shortly before, they are quick to wake again."""
+        runs = [run_id for run_id, fire_at, _ in self._upcoming if fire_at <= target]
+        service = self.service
+        service.store.warm()
+        if runs:
+            service.handoffs.warm(runs)
 
     def _gather_until(self, next_at: float) -> float:
         """When the next firing pass should start: at ``next_at`` (the next timer), or as

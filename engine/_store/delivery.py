@@ -16,6 +16,14 @@ log = logging.getLogger("engine.store")
 Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.AbstractEventLoop | None", Any, float]
 
 
+class Warm:
+    """Put on a writer's queue to wake its thread with nothing to do (``Store.warm``)."""
+
+
+#: The one :class:`Warm` item.
+WARM = Warm()
+
+
 def run_effects(effects: list[Callable[[], None]]) -> None:
     """The after-commit effects of committed transactions, in order; one that fails is
     logged (the change it follows is committed: nothing can undo it)."""

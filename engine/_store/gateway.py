@@ -45,7 +45,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 
 from ..exceptions import DurableError, StoreConflictError, StoreError
-from .delivery import Job, deliver, deliver_all, run_effects
+from .delivery import WARM, Job, Warm, deliver, deliver_all, run_effects
 from .dialects import NOTIFY_CHANNEL, PostgresListener, create_engine, parse_url
 from .migrations import migrate
 from .notify import Notifier
@@ -141,6 +141,18 @@ class Store:
         fut: asyncio.Future[T] = loop.create_future()
         writer.submit(fn, args, loop, fut, time.monotonic())
         return await fut
+
+    def warm(self) -> None:
+        """Wake the writer thread(s) with nothing to do, a moment before a change is
+        expected (the timer loop does it before a timer comes due). On a machine whose idle
+        CPUs are slow to wake (a virtual machine's vCPU the host has descheduled), each
+        thread that slept long pays that wake-up when work reaches it; woken shortly
+        before, it is running or quick to wake again. Costs a wake-up; changes nothing."""
+        if self._closed:
+            return
+        writer = self._writer or self._pg_writers
+        if writer is not None:
+            writer.warm()
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(tx, *args)`` in a read-only transaction: one consistent snapshot of
@@ -310,7 +322,7 @@ class _BatchingWriter:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Job | Warm | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._main, name="durable-sqlite-writer", daemon=True)
         self.thread.start()
 
@@ -324,6 +336,10 @@ class _BatchingWriter:
     ) -> None:
         self._queue.put((fn, args, loop, fut, since))
 
+    def warm(self) -> None:
+        """Wake the thread with nothing to do (see :meth:`Store.warm`)."""
+        self._queue.put(WARM)
+
     def stop(self) -> None:
         self._queue.put(None)
         self.thread.join(timeout=10)
@@ -335,6 +351,8 @@ class _BatchingWriter:
                 job = self._queue.get()
                 if job is None:
                     return
+                if isinstance(job, Warm):
+                    continue
                 batch = [job]
                 stop = False
                 while len(batch) < self.MAX_BATCH:
@@ -345,7 +363,8 @@ class _BatchingWriter:
                     if more is None:
                         stop = True
                         break
-                    batch.append(more)
+                    if not isinstance(more, Warm):
+                        batch.append(more)
                 self._run_batch(conn, batch)
                 if stop:
                     return

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..exceptions import StoreError
-from .delivery import Job, deliver, deliver_all, run_effects
+from .delivery import WARM, Job, Warm, deliver, deliver_all, run_effects
 from .dialects import NOTIFY_CHANNEL
 from .outage import LOST, classify, is_database_error
 from .tx import StoreTx, _RunsAlone
@@ -98,7 +98,7 @@ class PgWriters:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._queue: queue.SimpleQueue[Job | _Alone | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Job | _Alone | Warm | None] = queue.SimpleQueue()
         #: Set by :meth:`stop` (under ``_lock``): nothing is queued any more.
         self._stopped = False
         self._lock = threading.Lock()
@@ -122,6 +122,14 @@ class PgWriters:
                 raise StoreError("the store is closed")
             self._queue.put((fn, args, loop, fut, since))
 
+    def warm(self) -> None:
+        """Wake the threads with nothing to do (see ``Store.warm``): one item each, though
+        a thread may take two and leave another asleep."""
+        with self._lock:
+            if not self._stopped:
+                for _ in self.threads:
+                    self._queue.put(WARM)
+
     def stop(self) -> None:
         """Queue no more; stop the threads once the changes queued before are done (one
         stop each), then run here what a failed batch put back behind the stops."""
@@ -136,7 +144,7 @@ class PgWriters:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if item is not None:
+            if item is not None and not isinstance(item, Warm):
                 self._run_alone(item.job if isinstance(item, _Alone) else item)
 
     def _requeue(self, job: Job) -> None:
@@ -152,6 +160,8 @@ class PgWriters:
             item = self._queue.get()
             if item is None:
                 return
+            if isinstance(item, Warm):
+                continue
             batch = [item.job if isinstance(item, _Alone) else item]
             stop, alone = False, None
             while not isinstance(item, _Alone) and len(batch) < self.MAX_BATCH:
@@ -165,7 +175,8 @@ class PgWriters:
                 if isinstance(more, _Alone):
                     alone = more.job
                     break
-                batch.append(more)
+                if not isinstance(more, Warm):
+                    batch.append(more)
             try:
                 self._run_batch(batch)
                 if alone is not None:

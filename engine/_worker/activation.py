@@ -117,6 +117,14 @@ class ActivationThread:
                 if watchdog is not None:
                     watchdog.cancel()
 
+    def warm(self) -> None:
+        """Wake the thread if it waits for work; it finds none and waits again. Done a
+        moment before work is expected (``WorkflowRunner.warm``): a thread that slept
+        long can be slow to wake on a virtual machine, one woken recently is not."""
+        with self._cond:
+            if self._thread is not None and self._idle:
+                self._cond.notify()
+
     def stop(self) -> None:
         """Let the thread finish what it runs and exit; queued activations are dropped."""
         with self._cond:

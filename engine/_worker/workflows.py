@@ -13,7 +13,7 @@ import asyncio
 import collections
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -253,6 +253,13 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             self.identity,
             self._cached_view,
         )
+
+    def warm(self, run_ids: Collection[str]) -> None:
+        """A timer of one of ``run_ids`` comes due soon: if this runner holds one of them,
+        wake its activation thread now (see ``Store.warm``). From any thread."""
+        cached = self._cache_next
+        if any(run_id in cached for run_id in run_ids):
+            self._activations.warm()
 
     def settle_workflow_task(self, reservation: Reservation, task: WorkflowTask | None) -> None:
         """Run the task the service started for the reservation, or free its slot.

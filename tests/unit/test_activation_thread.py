@@ -196,3 +196,51 @@ async def test_results_that_finish_before_the_loop_takes_them_come_in_one_hand_o
     finally:
         del loop.call_soon_threadsafe
         runner.stop()
+
+
+class _CountingCondition(threading.Condition):
+    """A condition that counts the waits that returned (the thread's wake-ups)."""
+
+    def __init__(self) -> None:
+        super().__init__(threading.Lock())
+        self.returned = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        woke = super().wait(timeout)
+        self.returned += 1
+        return woke
+
+
+async def test_warm_wakes_an_idle_thread_which_waits_again_and_still_runs_work() -> None:
+    runner = ActivationThread(5.0)
+    cond = _CountingCondition()
+    runner._cond = cond
+    try:
+        assert (await runner.run(lambda: 1))[0] == 1
+
+        def idle() -> bool:
+            with cond:
+                return runner._idle
+
+        deadline = time.monotonic() + 5
+        while not idle():
+            assert time.monotonic() < deadline, "the thread never went idle"
+            await asyncio.sleep(0.005)
+        with cond:
+            before = cond.returned
+        runner.warm()
+        while True:
+            with cond:
+                if cond.returned > before and runner._idle:
+                    break
+            assert time.monotonic() < deadline, "warm() did not wake the thread"
+            await asyncio.sleep(0.005)
+        assert (await runner.run(lambda: 2))[0] == 2
+    finally:
+        runner.stop()
+
+
+def test_warm_before_the_thread_starts_does_nothing() -> None:
+    runner = ActivationThread(5.0)
+    runner.warm()
+    assert runner._thread is None

@@ -17,6 +17,10 @@ class FakeWorkflows:
         self.free = free
         self.cached = {run_id: 5 for run_id in cached}
         self.settled: list[tuple[str, Any]] = []
+        self.warmed: list[list[str]] = []
+
+    def warm(self, run_ids: Any) -> None:
+        self.warmed.append(sorted(run_ids))
 
     def reserve_workflow_task(self, run_id: str | None) -> Reservation | None:
         if self.free <= 0 or (run_id is not None and run_id not in self.cached):
@@ -124,3 +128,14 @@ def test_no_runner_means_no_slots_and_settling_them_does_nothing() -> None:
     assert slots.count == 0 and slots.taker is None
     slots.settle([])
     assert isinstance(slots, ActivitySlots) and slots.settled
+
+
+def test_warm_tells_every_workflow_runner_of_every_queue_which_runs_are_due() -> None:
+    handoffs = Handoffs()
+    runners = [FakeWorkflows("q"), FakeWorkflows("q"), FakeWorkflows("other")]
+    for runner in runners:
+        handoffs.register_workflows(runner)
+    handoffs.register_activities(FakeActivities("q", 1))
+    handoffs.unregister(runners[1])
+    handoffs.warm(["r2", "r1"])
+    assert [r.warmed for r in runners] == [[["r1", "r2"]], [], [["r1", "r2"]]]
