@@ -113,6 +113,9 @@ def create_engine(url: URL, *, fsync: bool) -> sa.Engine:
         url,
         pool_size=8,
         max_overflow=8,
+        # The connection returned last is handed out first: the one ``Store.warm`` just
+        # used (and the server process behind it, awake) serves the change that follows.
+        pool_use_lifo=True,
         pool_recycle=3600,
         isolation_level="READ COMMITTED",
         connect_args=PG_CONNECT_ARGS,

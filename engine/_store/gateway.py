@@ -143,11 +143,13 @@ class Store:
         return await fut
 
     def warm(self) -> None:
-        """Wake the writer thread(s) with nothing to do, a moment before a change is
-        expected (the timer loop does it before a timer comes due). On a machine whose idle
-        CPUs are slow to wake (a virtual machine's vCPU the host has descheduled), each
-        thread that slept long pays that wake-up when work reaches it; woken shortly
-        before, it is running or quick to wake again. Costs a wake-up; changes nothing."""
+        """Wake the writer thread(s), a moment before a change is expected (the timer loop
+        does it before a timer comes due). On a machine whose idle CPUs are slow to wake (a
+        virtual machine's vCPU the host has descheduled), each thread that slept long pays
+        that wake-up when work reaches it; woken shortly before, it is running or quick to
+        wake again. On PostgreSQL each writer also runs ``SELECT 1`` on the pooled
+        connection the next change will get, waking the server process behind it. Changes
+        nothing else."""
         if self._closed:
             return
         writer = self._writer or self._pg_writers

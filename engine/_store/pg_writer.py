@@ -123,8 +123,8 @@ class PgWriters:
             self._queue.put((fn, args, loop, fut, since))
 
     def warm(self) -> None:
-        """Wake the threads with nothing to do (see ``Store.warm``): one item each, though
-        a thread may take two and leave another asleep."""
+        """Wake the threads (see ``Store.warm``): one item each, though a thread may take
+        two and leave another asleep. Each runs ``SELECT 1`` (:meth:`_ping`)."""
         with self._lock:
             if not self._stopped:
                 for _ in self.threads:
@@ -155,12 +155,23 @@ class PgWriters:
                 return
         self._run_alone(job)
 
+    def _ping(self) -> None:
+        """``SELECT 1`` on a pooled connection (for :meth:`warm`): the server process
+        behind it wakes too, and the pool hands that connection out next. A failure is
+        only logged: the change that follows meets the database as it is."""
+        try:
+            with self.store.engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+        except Exception as err:
+            log.debug("warming a connection failed: %s", err)
+
     def _main(self) -> None:
         while True:
             item = self._queue.get()
             if item is None:
                 return
             if isinstance(item, Warm):
+                self._ping()
                 continue
             batch = [item.job if isinstance(item, _Alone) else item]
             stop, alone = False, None

@@ -142,3 +142,65 @@ async def test_no_warming_when_the_wait_is_short_or_time_skips(
             await host.stop()
     assert warmed == []
     assert host_module.WARM_LEAD == WARM_LEAD
+
+
+async def test_postgres_warm_pings_the_connection_the_next_change_gets(pg_url: str) -> None:
+    """On PostgreSQL each woken writer runs ``SELECT 1`` on a pooled connection, and the
+    pool hands out the connection used last first: the change after the warm-up runs on
+    a connection a ping just used (its server process awake)."""
+    import sqlalchemy as sa
+
+    async with await Client.connect(pg_url, namespace=NS) as client:
+        store = client.service.store
+        await _with_timers(client.service, "wf-ping", "t")
+        # Six connections in the pool, more than the writers ping: only the order in which
+        # the pool hands them out puts a pinged one under the next change.
+        held = [store.engine.connect() for _ in range(6)]
+        for conn in held:
+            conn.close()
+        pinged: list[int] = []
+        used: list[int] = []
+
+        def on_execute(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            if statement == "SELECT 1":
+                pinged.append(id(conn.connection.dbapi_connection))
+
+        sa.event.listen(store.engine, "before_cursor_execute", on_execute)
+        try:
+            store.warm()
+            deadline = time.monotonic() + 10
+            while not pinged:
+                assert time.monotonic() < deadline, "no SELECT 1 after warm()"
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)  # every writer has taken its wake-up
+
+            def which(tx: Any) -> int:
+                return id(tx.conn.connection.dbapi_connection)
+
+            used.append(await store.transaction(which))
+        finally:
+            sa.event.remove(store.engine, "before_cursor_execute", on_execute)
+        assert used[0] in pinged, (used, pinged)
+
+
+async def test_a_failed_ping_is_only_logged(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with await Client.connect(pg_url, namespace=NS) as client:
+        store = client.service.store
+        writers = store._pg_writers
+        assert writers is not None
+        failures: list[str] = []
+
+        def refuse() -> Any:
+            failures.append("connect")
+            raise OSError("the database is not there")
+
+        monkeypatch.setattr(store.engine, "connect", refuse)
+        store.warm()
+        deadline = time.monotonic() + 10
+        while len(failures) < len(writers.threads):
+            assert time.monotonic() < deadline, f"the writers did not all ping: {failures}"
+            await asyncio.sleep(0.01)
+        monkeypatch.undo()
+        assert all(t.is_alive() for t in writers.threads)
+        run_id = await _with_timers(client.service, "wf-after", "t")
+        assert run_id
