@@ -157,8 +157,11 @@ class PgWriters:
 
     def _ping(self) -> None:
         """``SELECT 1`` on a pooled connection (for :meth:`warm`): the server process
-        behind it wakes too, and the pool hands that connection out next. A failure is
-        only logged: the change that follows meets the database as it is."""
+        behind it wakes too, and the pool hands that connection out next. None while the
+        database is known to be unreachable (the changes' own retries wait for it); a
+        failure is only logged: the change that follows meets the database as it is."""
+        if self.store.outage.down_since is not None:
+            return
         try:
             with self.store.engine.connect() as conn:
                 conn.exec_driver_sql("SELECT 1")

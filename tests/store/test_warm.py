@@ -204,3 +204,28 @@ async def test_a_failed_ping_is_only_logged(pg_url: str, monkeypatch: pytest.Mon
         assert all(t.is_alive() for t in writers.threads)
         run_id = await _with_timers(client.service, "wf-after", "t")
         assert run_id
+
+
+async def test_no_ping_while_the_database_is_known_to_be_down(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with await Client.connect(pg_url, namespace=NS) as client:
+        store = client.service.store
+        connects: list[str] = []
+        real_connect = store.engine.connect
+
+        def counting_connect() -> Any:
+            connects.append("connect")
+            return real_connect()
+
+        monkeypatch.setattr(store.engine, "connect", counting_connect)
+        store.outage.down_since = time.monotonic()  # as after a failed connection
+        store.warm()
+        await asyncio.sleep(0.3)  # the writers have taken their wake-ups
+        assert connects == []
+        store.outage.down_since = None
+        store.warm()
+        deadline = time.monotonic() + 10
+        while not connects:
+            assert time.monotonic() < deadline, "no ping once the database is back"
+            await asyncio.sleep(0.01)
