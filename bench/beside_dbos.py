@@ -29,6 +29,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
+import machine
 import sqlalchemy as sa
 
 BENCH = Path(__file__).resolve().parent
@@ -132,6 +133,7 @@ def main() -> int:
     if unknown:
         ap.error(f"--workloads: unknown {', '.join(unknown)}; choose from {', '.join(FIGURES)}")
     python = peers_python(args.venv)
+    print(machine.line(), flush=True)  # how fast the VM wakes threads today (bench/machine.py)
     ours_label = f"durable-{args.backend}"
     # values[(round, workload figure)] = {"ours": x, "dbos": y}
     values: dict[tuple[int, str], dict[str, float]] = {}

@@ -36,6 +36,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 
+import machine  # noqa: E402
 import run as bench  # noqa: E402
 from workloads import SleepWF  # noqa: E402
 
@@ -106,6 +107,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
     backends = bench.BACKENDS if args.backend == "both" else (args.backend,)
+    print(machine.line(), flush=True)  # how fast the VM wakes threads today
     for backend in backends:
         for n in args.n:
             asyncio.run(measure(backend, args.pg_url, n, args.reps))
