@@ -17,7 +17,8 @@ Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.AbstractEventLoop | No
 
 
 class Warm:
-    """Put on a writer's queue to wake its thread with nothing to do (``Store.warm``)."""
+    """Put on a writer's queue to wake its thread (``Store.warm``): SQLite's writer skips
+    it; a PostgreSQL writer runs ``SELECT 1`` on a pooled connection (``PgWriters._ping``)."""
 
 
 #: The one :class:`Warm` item.
