@@ -133,3 +133,77 @@ def new_lab_page(browser: Any, problems: list[str], timeout_ms: int) -> Any:
         ),
     )
     return page
+
+
+class KernelTraffic:
+    """The kernel messages a page sends and receives over its kernel websockets, kept
+    short (direction, channel, type, id, parent id) so that a failed test can print what
+    the browser and the kernel said to each other: whether a request left the page, and
+    whether the kernel answered it.
+
+    Jupyter Server speaks two framings: the ``v1.kernel.websocket.jupyter.org`` binary one
+    (a little-endian uint64 part count, that many uint64 offsets, then the parts: channel,
+    header, parent header, metadata, content, buffers) and the older JSON text one."""
+
+    def __init__(self, page: Any, keep: int = 400) -> None:
+        self.keep = keep
+        self.messages: list[str] = []
+        self.counts: dict[str, int] = {}
+        self._began = time.monotonic()
+        page.on("websocket", self._on_websocket)
+
+    def _on_websocket(self, ws: Any) -> None:
+        if "/api/kernels/" not in ws.url:
+            return
+        self._note("--", f"websocket opened {ws.url.split('?')[0]}")
+        ws.on("framesent", lambda payload: self._frame(">>", payload))
+        ws.on("framereceived", lambda payload: self._frame("<<", payload))
+        ws.on("close", lambda _ws: self._note("--", "websocket closed"))
+
+    def _frame(self, direction: str, payload: str | bytes) -> None:
+        try:
+            channel, header, parent = _kernel_frame(payload)
+        except (ValueError, KeyError, TypeError, IndexError) as err:
+            self._note(direction, f"undecoded frame ({len(payload)} bytes): {err}")
+            return
+        msg_type = header.get("msg_type", "?")
+        key = f"{direction} {channel} {msg_type}"
+        self.counts[key] = self.counts.get(key, 0) + 1
+        self._note(
+            direction,
+            f"{channel} {msg_type} id={str(header.get('msg_id', ''))[-12:]} "
+            f"parent={str(parent.get('msg_id', ''))[-12:]} ({parent.get('msg_type', '')})",
+        )
+
+    def _note(self, direction: str, text: str) -> None:
+        self.messages.append(f"{time.monotonic() - self._began:8.3f} {direction} {text}")
+        del self.messages[: -self.keep]
+
+    def report(self, last: int = 60) -> str:
+        """Counts per direction, channel and type, then the last ``last`` messages."""
+        counts = [f"  {n:5d} {key}" for key, n in sorted(self.counts.items())]
+        return "\n".join(
+            ["Kernel messages by direction, channel and type:", *counts]
+            + [f"The last {min(last, len(self.messages))} kernel messages:"]
+            + [f"  {line}" for line in self.messages[-last:]]
+        )
+
+
+def _kernel_frame(payload: str | bytes) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """(channel, header, parent header) of one kernel websocket frame."""
+    if isinstance(payload, str):
+        msg = json.loads(payload)
+        return msg.get("channel", "?"), msg.get("header", {}), msg.get("parent_header", {})
+    count = int.from_bytes(payload[:8], "little")
+    offsets = [int.from_bytes(payload[8 + 8 * i : 16 + 8 * i], "little") for i in range(count)]
+    parts = [payload[a:b] for a, b in zip(offsets, [*offsets[1:], len(payload)], strict=True)]
+    return parts[0].decode(), json.loads(parts[1]), json.loads(parts[2])
+
+
+def log_tail(path: Path, lines: int = 60) -> str:
+    """The last ``lines`` lines of a log file (what CI prints when the file is gone)."""
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError as err:
+        return f"(no log: {err})"
+    return "\n".join(text[-lines:])

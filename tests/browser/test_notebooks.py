@@ -42,6 +42,8 @@ import pytest
 
 from .chromium import ARTIFACTS, ROOT, launch, require_chromium
 from .jupyterlab_server import (
+    KernelTraffic,
+    log_tail,
     new_lab_page,
     shut_down,
     start_jupyterlab,
@@ -354,6 +356,7 @@ def test_notebook_runs_all_and_keeps_its_widgets(lab: Lab, name: str) -> None:
     with sync_playwright() as pw:
         browser = launch(pw)
         page = new_lab_page(browser, problems, TIMEOUT_MS)
+        traffic = KernelTraffic(page)
         try:
             expect.set_options(timeout=TIMEOUT_MS)
             page.goto(lab.url(f"lab/tree/{name}"))
@@ -425,8 +428,9 @@ def test_notebook_runs_all_and_keeps_its_widgets(lab: Lab, name: str) -> None:
             except Exception as err:  # the page may be gone: the log still tells
                 problems.append(f"no failure screenshot or outputs: {err}")
             print("Browser console errors:\n" + "\n".join(problems or ["(none)"]))
+            print(traffic.report())
             shutil.copy(lab.log, failure_log)
-            print(f"Server log: {failure_log}")
+            print(f"Server log: {failure_log}; its end:\n{log_tail(lab.log)}")
             raise
         finally:
             browser.close()
