@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -38,6 +39,13 @@ MARK_PAGE_ERRORS = """
 """
 
 
+# An IPython startup file for the test servers' kernels.
+STACKS_ON_SIGUSR1 = """\
+import faulthandler, signal, sys
+faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
+"""
+
+
 def start_jupyterlab(
     tmp_path: Path, root: Path, token: str, log: IO[str]
 ) -> tuple[subprocess.Popen[bytes], str]:
@@ -49,8 +57,14 @@ def start_jupyterlab(
         target = settings / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(value))
+    # Kernels (IPython) run this at start: SIGUSR1 makes a kernel write every thread's
+    # stack to its stderr, which is the server's log (see dump_kernel_stacks).
+    startup = tmp_path / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-stacks-on-sigusr1.py").write_text(STACKS_ON_SIGUSR1)
     port = free_port()
     env = {
+        "IPYTHONDIR": str(tmp_path / "ipython"),
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
@@ -207,3 +221,25 @@ def log_tail(path: Path, lines: int = 60) -> str:
     except OSError as err:
         return f"(no log: {err})"
     return "\n".join(text[-lines:])
+
+
+def dump_kernel_stacks(pids: list[int], settle: float = 1.0) -> list[int]:
+    """Ask every IPython kernel among ``pids`` to write its threads' stacks to the server's
+    log (see ``STACKS_ON_SIGUSR1``): what a kernel that never answers is doing. Other
+    processes (a notebook's worker process, say) are left alone, since SIGUSR1 would end
+    them. Returns the kernels signalled."""
+    kernels = []
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(b"ipykernel" in part for part in cmdline):
+            try:
+                os.kill(pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                continue
+            kernels.append(pid)
+    if kernels:
+        time.sleep(settle)
+    return kernels
