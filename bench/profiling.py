@@ -74,11 +74,12 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
     transactions (count and wall time per transaction function), once under cProfile."""
     from engine._replay.driver import HistoryDriver
     from engine._store.gateway import Store, _BatchingWriter
+    from engine._store.pg_writer import PgWriters
 
     client = await Client.connect(url)
     thread_profiles: dict[tuple[str, int], cProfile.Profile] = {}
     census: dict[str, list[float]] = {}
-    batches = [0, 0]  # SQLite group commits: batches, jobs
+    batches = [0, 0]  # group commits (SQLite's writer, PostgreSQL's writers): batches, jobs
     lock = threading.Lock()
     mode = "off"
 
@@ -121,11 +122,11 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
             return orig_run(self, fn, args)
         return observed([fn], lambda: orig_run(self, fn, args))
 
-    def read(self: Store, fn: Any, args: Any) -> Any:
+    def read(self: Store, fn: Any, args: Any, since: float | None = None) -> Any:
         # Reads (both backends): on SQLite's reader threads, on PostgreSQL's pool.
         if mode == "off":
-            return orig_read(self, fn, args)
-        return observed([fn], lambda: orig_read(self, fn, args))
+            return orig_read(self, fn, args, since)
+        return observed([fn], lambda: orig_read(self, fn, args, since))
 
     def run_batch(self: Any, conn: Any, batch: list[Any]) -> None:
         # SQLite: several transactions' changes per commit on the writer thread.
@@ -135,6 +136,17 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
             batches[0] += 1
             batches[1] += len(batch)
         return observed([job[0] for job in batch], lambda: orig_batch(self, conn, batch))
+
+    orig_pg_batch = PgWriters._run_batch
+
+    def pg_batch(self: Any, batch: list[Any]) -> None:
+        # PostgreSQL: the changes waiting at one moment, in one transaction per writer.
+        if mode == "off":
+            return orig_pg_batch(self, batch)
+        if mode == "census":
+            batches[0] += 1
+            batches[1] += len(batch)
+        return observed([job[0] for job in batch], lambda: orig_pg_batch(self, batch))
 
     orig_apply = HistoryDriver.apply
 
@@ -147,6 +159,7 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
     Store._read = read  # type: ignore[method-assign]
     HistoryDriver.apply = apply  # type: ignore[method-assign]
     _BatchingWriter._run_batch = run_batch  # type: ignore[method-assign]
+    PgWriters._run_batch = pg_batch  # type: ignore[method-assign]
     tq = bench.new_tq()
     main_prof = cProfile.Profile()
     try:
@@ -169,6 +182,7 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
         Store._read = orig_read  # type: ignore[method-assign]
         HistoryDriver.apply = orig_apply  # type: ignore[method-assign]
         _BatchingWriter._run_batch = orig_batch  # type: ignore[method-assign]
+        PgWriters._run_batch = orig_pg_batch  # type: ignore[method-assign]
         await client.close()
     total_n = sum(int(c) for c, _ in census.values())
     total_t = sum(t for _, t in census.values())
@@ -179,7 +193,7 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
     )
     if batches[0]:
         print(
-            f"   SQLite group commits: {batches[0]} ({batches[0] / n:.2f} per workflow), "
+            f"   group commits (batches of changes): {batches[0]} ({batches[0] / n:.2f} per workflow), "
             f"{batches[1] / batches[0]:.1f} transactions per commit"
         )
     print(f"{'count':>8} {'per wf':>7} {'total s':>8} {'mean ms':>8} {'share':>6}  function")

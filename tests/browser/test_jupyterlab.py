@@ -29,6 +29,9 @@ import pytest
 
 from .chromium import ARTIFACTS, launch, require_chromium
 from .jupyterlab_server import (
+    KernelTraffic,
+    dump_kernel_stacks,
+    log_tail,
     new_lab_page,
     shut_down,
     start_jupyterlab,
@@ -267,6 +270,7 @@ def test_notebook_widgets_and_web_ui_in_jupyterlab(lab: Lab) -> None:
     with sync_playwright() as pw:
         browser = launch(pw)
         page = new_lab_page(browser, problems, TIMEOUT_MS)
+        traffic = KernelTraffic(page)
         try:
             page.goto(lab.url(f"lab/tree/{NOTEBOOK}"))
             # The widget front ends ship as prebuilt lab extensions of the pip packages.
@@ -433,7 +437,13 @@ def test_notebook_widgets_and_web_ui_in_jupyterlab(lab: Lab) -> None:
             except Exception as err:  # the page may be gone: the log still tells
                 problems.append(f"no failure screenshot or outputs: {err}")
             print("Browser console errors:\n" + "\n".join(problems or ["(none)"]))
-            print(f"Server log: {ARTIFACTS / 'jupyterlab-server.log'}")
+            print(traffic.report())
+            pid_file = lab.root / "kernel.pid"
+            if pid_file.exists():
+                kernels = dump_kernel_stacks([int(pid_file.read_text())])
+                print(f"Kernels asked for their threads' stacks (in the log): {kernels}")
+            print(f"Server log: {ARTIFACTS / 'jupyterlab-server.log'}; its end:")
+            print(log_tail(lab.log, 200))
             raise
         finally:
             browser.close()
