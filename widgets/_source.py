@@ -144,8 +144,9 @@ class LiveRunView(StaticDisplay):
         self._subscription = _live.subscribe(follow, name)
 
     def set_state(self, sync_data: dict[str, Any]) -> None:
-        # Changes from the browser arrive on the kernel's thread; the refresh writes on
-        # the widgets' thread: one at a time.
+        # Changes from the browser arrive on a kernel thread (the main one, or with
+        # ipykernel 7 and JupyterLab 4.4+ a subshell's: comms go over subshells); the
+        # refresh writes on the widgets' thread: one at a time.
         with self._lock:
             super().set_state(sync_data)  # type: ignore[misc]
 
