@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -290,6 +292,35 @@ async def test_clicking_a_row_opens_its_history_and_closing_closes_it(
         view.close()
     _assert_stopped(view)
     assert third.comm is None and not third.refreshing
+
+
+async def test_a_click_that_arrives_on_a_subshell_thread_opens_the_history(
+    client: Client, task_queue: str
+) -> None:
+    """JupyterLab 4.4+ sends comm messages over kernel subshells (ipykernel 7): a click's
+    state change is applied on a subshell's thread, neither the kernel's main thread nor
+    the widgets' own, while the live refresh runs."""
+    prefix = "subshell-" + uuid.uuid4().hex[:6]
+    first_id, _ = await _start_waiting(client, task_queue, 2, prefix)
+    view = ExecutionList(client, refresh_interval=0.05)
+    try:
+        row = next(r for r in view.rows if r["id"] == first_id)
+        seen: list[str] = []
+
+        def click() -> None:  # what ipykernel does with the comm message
+            seen.append(threading.current_thread().name)
+            view.table.set_state({"selected": {"id": row["id"], "run_id": row["run_id"]}})
+
+        thread = threading.Thread(target=click, name="subshell-like")
+        thread.start()
+        await asyncio.to_thread(thread.join, 30)
+        assert seen == ["subshell-like"] and not thread.is_alive()
+        opened = view.history_view
+        assert isinstance(opened, HistoryView) and view.detail.children == (opened,)
+        assert row["run_id"] in opened.title and opened.refreshing and view.error == ""
+    finally:
+        view.close()
+    _assert_stopped(view)
 
 
 async def test_live_refresh_picks_up_new_runs_until_closed(
