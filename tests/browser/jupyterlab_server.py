@@ -176,24 +176,37 @@ class KernelTraffic:
 
     def _frame(self, direction: str, payload: str | bytes) -> None:
         try:
-            channel, header, parent = _kernel_frame(payload)
+            channel, header, parent, content = _kernel_frame(payload)
         except (ValueError, KeyError, TypeError, IndexError) as err:
             self._note(direction, f"undecoded frame ({len(payload)} bytes): {err}")
             return
         msg_type = header.get("msg_type", "?")
         key = f"{direction} {channel} {msg_type}"
         self.counts[key] = self.counts.get(key, 0) + 1
+        # Where a message goes or what it is about: the subshell it is sent to (JupyterLab
+        # 4.4+ sends comms over kernel subshells), the subshell made or deleted, the comm.
+        about = [
+            f"{name}={str(value)[-8:]}"
+            for name, value in (
+                ("subshell", header.get("subshell_id")),
+                ("made", content.get("subshell_id") if "subshell" in msg_type else None),
+                ("comm", content.get("comm_id")),
+                ("target", content.get("target_name")),
+            )
+            if value
+        ]
         self._note(
             direction,
             f"{channel} {msg_type} id={str(header.get('msg_id', ''))[-12:]} "
-            f"parent={str(parent.get('msg_id', ''))[-12:]} ({parent.get('msg_type', '')})",
+            f"parent={str(parent.get('msg_id', ''))[-12:]} ({parent.get('msg_type', '')})"
+            + "".join(f" {a}" for a in about),
         )
 
     def _note(self, direction: str, text: str) -> None:
         self.messages.append(f"{time.monotonic() - self._began:8.3f} {direction} {text}")
         del self.messages[: -self.keep]
 
-    def report(self, last: int = 60) -> str:
+    def report(self, last: int = 120) -> str:
         """Counts per direction, channel and type, then the last ``last`` messages."""
         counts = [f"  {n:5d} {key}" for key, n in sorted(self.counts.items())]
         return "\n".join(
@@ -203,15 +216,22 @@ class KernelTraffic:
         )
 
 
-def _kernel_frame(payload: str | bytes) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """(channel, header, parent header) of one kernel websocket frame."""
+def _kernel_frame(
+    payload: str | bytes,
+) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(channel, header, parent header, content) of one kernel websocket frame."""
     if isinstance(payload, str):
         msg = json.loads(payload)
-        return msg.get("channel", "?"), msg.get("header", {}), msg.get("parent_header", {})
+        return (
+            msg.get("channel", "?"),
+            msg.get("header", {}),
+            msg.get("parent_header", {}),
+            msg.get("content", {}),
+        )
     count = int.from_bytes(payload[:8], "little")
     offsets = [int.from_bytes(payload[8 + 8 * i : 16 + 8 * i], "little") for i in range(count)]
     parts = [payload[a:b] for a, b in zip(offsets, [*offsets[1:], len(payload)], strict=True)]
-    return parts[0].decode(), json.loads(parts[1]), json.loads(parts[2])
+    return parts[0].decode(), json.loads(parts[1]), json.loads(parts[2]), json.loads(parts[4])
 
 
 def log_tail(path: Path, lines: int = 60) -> str:
@@ -243,3 +263,18 @@ def dump_kernel_stacks(pids: list[int], settle: float = 1.0) -> list[int]:
     if kernels:
         time.sleep(settle)
     return kernels
+
+
+def kernels_of(runtime_dir: Path) -> list[int]:
+    """The pids of the kernels whose connection file is in ``runtime_dir`` (the test
+    server's ``JUPYTER_RUNTIME_DIR``): the kernels that server started."""
+    found = []
+    marker = str(runtime_dir).encode()
+    for cmdline_path in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            cmdline = cmdline_path.read_bytes()
+        except OSError:
+            continue
+        if b"ipykernel" in cmdline and marker in cmdline:
+            found.append(int(cmdline_path.parent.name))
+    return found

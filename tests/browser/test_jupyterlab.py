@@ -31,6 +31,7 @@ from .chromium import ARTIFACTS, launch, require_chromium
 from .jupyterlab_server import (
     KernelTraffic,
     dump_kernel_stacks,
+    kernels_of,
     log_tail,
     new_lab_page,
     shut_down,
@@ -438,10 +439,8 @@ def test_notebook_widgets_and_web_ui_in_jupyterlab(lab: Lab) -> None:
                 problems.append(f"no failure screenshot or outputs: {err}")
             print("Browser console errors:\n" + "\n".join(problems or ["(none)"]))
             print(traffic.report())
-            pid_file = lab.root / "kernel.pid"
-            if pid_file.exists():
-                kernels = dump_kernel_stacks([int(pid_file.read_text())])
-                print(f"Kernels asked for their threads' stacks (in the log): {kernels}")
+            kernels = dump_kernel_stacks(kernels_of(lab.root.parent / "runtime"))
+            print(f"Kernels asked for their threads' stacks (in the log): {kernels}")
             print(f"Server log: {ARTIFACTS / 'jupyterlab-server.log'}; its end:")
             print(log_tail(lab.log, 200))
             raise
