@@ -64,8 +64,8 @@ def start_jupyterlab(
     (startup / "00-stacks-on-sigusr1.py").write_text(STACKS_ON_SIGUSR1)
     port = free_port()
     env = {
-        "IPYTHONDIR": str(tmp_path / "ipython"),
         **os.environ,
+        "IPYTHONDIR": str(tmp_path / "ipython"),
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
         "JUPYTER_DATA_DIR": str(tmp_path / "data"),
@@ -151,9 +151,9 @@ def new_lab_page(browser: Any, problems: list[str], timeout_ms: int) -> Any:
 
 class KernelTraffic:
     """The kernel messages a page sends and receives over its kernel websockets, kept
-    short (direction, channel, type, id, parent id) so that a failed test can print what
-    the browser and the kernel said to each other: whether a request left the page, and
-    whether the kernel answered it.
+    short (direction, channel, type, id, parent id; the subshell, comm and comm target
+    where there is one) so that a failed test can print what the browser and the kernel
+    said to each other: whether a request left the page, and whether the kernel answered.
 
     Jupyter Server speaks two framings: the ``v1.kernel.websocket.jupyter.org`` binary one
     (a little-endian uint64 part count, that many uint64 offsets, then the parts: channel,
@@ -191,10 +191,11 @@ class KernelTraffic:
                 ("subshell", header.get("subshell_id")),
                 ("made", content.get("subshell_id") if "subshell" in msg_type else None),
                 ("comm", content.get("comm_id")),
-                ("target", content.get("target_name")),
             )
             if value
         ]
+        if content.get("target_name"):
+            about.append(f"target={content['target_name']}")
         self._note(
             direction,
             f"{channel} {msg_type} id={str(header.get('msg_id', ''))[-12:]} "
@@ -243,26 +244,20 @@ def log_tail(path: Path, lines: int = 60) -> str:
     return "\n".join(text[-lines:])
 
 
-def dump_kernel_stacks(pids: list[int], settle: float = 1.0) -> list[int]:
-    """Ask every IPython kernel among ``pids`` to write its threads' stacks to the server's
-    log (see ``STACKS_ON_SIGUSR1``): what a kernel that never answers is doing. Other
-    processes (a notebook's worker process, say) are left alone, since SIGUSR1 would end
-    them. Returns the kernels signalled."""
-    kernels = []
-    for pid in pids:
+def dump_kernel_stacks(kernels: list[int], settle: float = 1.0) -> list[int]:
+    """Ask each of ``kernels`` (pids, from :func:`kernels_of`: SIGUSR1 would end any other
+    process) to write its threads' stacks to the server's log (see ``STACKS_ON_SIGUSR1``):
+    what a kernel that never answers is doing. Returns the kernels signalled."""
+    signalled = []
+    for pid in kernels:
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
+            os.kill(pid, signal.SIGUSR1)
+        except ProcessLookupError:
             continue
-        if any(b"ipykernel" in part for part in cmdline):
-            try:
-                os.kill(pid, signal.SIGUSR1)
-            except ProcessLookupError:
-                continue
-            kernels.append(pid)
-    if kernels:
+        signalled.append(pid)
+    if signalled:
         time.sleep(settle)
-    return kernels
+    return signalled
 
 
 def kernels_of(runtime_dir: Path) -> list[int]:

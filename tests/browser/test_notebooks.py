@@ -44,6 +44,7 @@ from .chromium import ARTIFACTS, ROOT, launch, require_chromium
 from .jupyterlab_server import (
     KernelTraffic,
     dump_kernel_stacks,
+    kernels_of,
     log_tail,
     new_lab_page,
     shut_down,
@@ -430,9 +431,8 @@ def test_notebook_runs_all_and_keeps_its_widgets(lab: Lab, name: str) -> None:
                 problems.append(f"no failure screenshot or outputs: {err}")
             print("Browser console errors:\n" + "\n".join(problems or ["(none)"]))
             print(traffic.report())
-            if lab.proc.poll() is None:
-                kernels = dump_kernel_stacks(list(_descendants(lab.proc.pid)))
-                print(f"Kernels asked for their threads' stacks (in the log): {kernels}")
+            kernels = dump_kernel_stacks(kernels_of(lab.root.parent / "runtime"))
+            print(f"Kernels asked for their threads' stacks (in the log): {kernels}")
             shutil.copy(lab.log, failure_log)
             print(f"Server log: {failure_log}; its end:\n{log_tail(lab.log, 200)}")
             raise
