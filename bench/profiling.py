@@ -117,7 +117,8 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
                 count(getattr(fn, "__qualname__", repr(fn)), share)
 
     def run(self: Store, fn: Any, args: Any) -> Any:
-        # PostgreSQL: one transaction per call, on the store's pool threads.
+        # Transactions run on the calling thread (run_sync, tools); PostgreSQL's changes
+        # go through its writers' batches instead (pg_batch below).
         if self._writer is not None or mode == "off":
             return orig_run(self, fn, args)
         return observed([fn], lambda: orig_run(self, fn, args))

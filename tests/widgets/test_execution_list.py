@@ -297,9 +297,10 @@ async def test_clicking_a_row_opens_its_history_and_closing_closes_it(
 async def test_a_click_that_arrives_on_a_subshell_thread_opens_the_history(
     client: Client, task_queue: str
 ) -> None:
-    """JupyterLab 4.4+ sends comm messages over kernel subshells (ipykernel 7): a click's
-    state change is applied on a subshell's thread, neither the kernel's main thread nor
-    the widgets' own, while the live refresh runs."""
+    """With ipykernel 7, JupyterLab 4.4+ sends comm messages over kernel subshells (the
+    project's pin keeps ipykernel 6 for now, see pyproject.toml): a click's state change
+    is applied on a subshell's thread, neither the kernel's main thread nor the widgets'
+    own, while the live refresh runs."""
     prefix = "subshell-" + uuid.uuid4().hex[:6]
     first_id, _ = await _start_waiting(client, task_queue, 2, prefix)
     view = ExecutionList(client, refresh_interval=0.05)
