@@ -255,6 +255,13 @@ async def w1(client: Client, emit: Emitter, reps: int, timeout: float, n: int = 
 # ---------------------------------------------------------------- W2
 
 
+def held_counts(client: Client) -> str:
+    """How the store's held transactions ended so far (PostgreSQL; see
+    ``engine._store.held``), for the progress lines."""
+    counts = getattr(client.store, "held_counts", None)
+    return f" (held: {dict(counts)})" if counts else ""
+
+
 async def w2_once(
     client: Client, tq: str, nwf: int, steps: int, timeout: float
 ) -> tuple[float, list[float]]:
@@ -289,12 +296,12 @@ async def w2(
             lats.append(statistics.median(durs) / steps * 1000)
             progress(
                 f"W2 run: {nwf}x{steps} acts in {dt:.3f}s = {nwf * steps / dt:.1f} act/s, "
-                f"per-step {lats[-1]:.2f} ms"
+                f"per-step {lats[-1]:.2f} ms{held_counts(client)}"
             )
         for _ in range(reps):  # the same workflow alone: unloaded per-step latency
             _, durs = await w2_once(client, tq, 1, steps, timeout)
             lat1.append(durs[0] / steps * 1000)
-            progress(f"W2 alone: per-step {lat1[-1]:.2f} ms")
+            progress(f"W2 alone: per-step {lat1[-1]:.2f} ms{held_counts(client)}")
     emit.series("W2", rates, "act/s")
     emit.series("W2_step_latency", lats, "ms", "median_wf_duration/50_with_20_concurrent")
     emit.series("W2_step_latency_1wf", lat1, "ms", "one_workflow_alone")

@@ -37,6 +37,7 @@ from workloads import SeqActivitiesWF  # noqa: E402
 
 from engine import Client  # noqa: E402
 from engine._store.gateway import Store  # noqa: E402
+from engine._store.held import HeldTransaction  # noqa: E402
 from engine._store.pg_writer import PgWriters  # noqa: E402
 
 
@@ -45,6 +46,7 @@ class Census:
         self.lock = threading.Lock()
         self.statements: collections.Counter[str] = collections.Counter()
         self.transactions: collections.Counter[str] = collections.Counter()
+        self.parts: collections.Counter[str] = collections.Counter()
         self.seconds: collections.Counter[str] = collections.Counter()
         self.waits = 0
 
@@ -52,6 +54,7 @@ class Census:
         with self.lock:
             self.statements.clear()
             self.transactions.clear()
+            self.parts.clear()
             self.seconds.clear()
             self.waits = 0
 
@@ -76,9 +79,10 @@ class Census:
             with self.lock:
                 self.waits += n
 
-    def transaction(self, name: str, seconds: float) -> None:
+    def transaction(self, name: str, seconds: float, *, count: bool = True) -> None:
+        """One transaction (or, ``count`` False, a part of one: shown, not counted)."""
         with self.lock:
-            self.transactions[name] += 1
+            (self.transactions if count else self.parts)[name] += 1
             self.seconds[name] += seconds
 
 
@@ -134,14 +138,30 @@ def instrument() -> None:
 
     def counted_run(self: Store, fn: Any, args: Any, **kwargs: Any) -> Any:
         what = "read" if kwargs.get("read_only") else "write"
+        if kwargs.get("hold"):
+            what = "held (its first change)"
         began = time.perf_counter()
         try:
             return run_pooled(self, fn, args, **kwargs)
         finally:
+            fn = getattr(fn, "func", fn)  # a transaction function bound with partial
             name = f"{what} {getattr(fn, '__qualname__', fn)}"
             CENSUS.transaction(name, time.perf_counter() - began)
 
     Store._run_pooled = counted_run  # type: ignore[method-assign]
+    held_commit = HeldTransaction._commit
+
+    def counted_held_commit(self: HeldTransaction, second: Any) -> Any:
+        # The end of a held transaction: not a transaction of its own (counted above).
+        began = time.perf_counter()
+        try:
+            return held_commit(self, second)
+        finally:
+            what = "alone" if second is None else getattr(second[0], "func", second[0])
+            name = f"  (its end: {getattr(what, '__qualname__', what)})"
+            CENSUS.transaction(name, time.perf_counter() - began, count=False)
+
+    HeldTransaction._commit = counted_held_commit  # type: ignore[method-assign]
     together = PgWriters._together
 
     def counted_together(self: PgWriters, batch: Any) -> Any:
@@ -160,6 +180,7 @@ def report(title: str, per: int, unit: str) -> None:
     with CENSUS.lock:
         statements = dict(CENSUS.statements)
         transactions = dict(CENSUS.transactions)
+        parts = dict(CENSUS.parts)
         seconds = dict(CENSUS.seconds)
         waits = CENSUS.waits
     total = sum(statements.values())
@@ -169,6 +190,8 @@ def report(title: str, per: int, unit: str) -> None:
         print(f"   {count / per:8.2f}  {kind}")
     print("   transactions (per unit; mean wall time each, from the store thread's view):")
     for name, count in sorted(transactions.items(), key=lambda kv: -kv[1]):
+        print(f"   {count / per:8.2f}  {name}  ({seconds[name] / count * 1000:.2f} ms)")
+    for name, count in sorted(parts.items(), key=lambda kv: -kv[1]):
         print(f"   {count / per:8.2f}  {name}  ({seconds[name] / count * 1000:.2f} ms)")
 
 

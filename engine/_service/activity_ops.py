@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from .._payload_size import json_payload_size
@@ -18,7 +18,7 @@ from . import activities, timers
 from .clock import Clock
 from .handoff import Reservation
 from .namespaces import existing_namespace
-from .operation import operation
+from .operation import operation, tx_function
 from .state import RunState, dumps
 from .types import ActivityRef, ActivityTask, WorkflowTask
 
@@ -82,6 +82,37 @@ class ActivityOps:
     ) -> WorkflowTask | None:
         """The attempt stopped after a cancellation request."""
         return self._outcome(tx, task, eager, activities.canceled, details)
+
+    async def hold_outcome(
+        self,
+        record: Callable[..., Awaitable[WorkflowTask | None]],
+        task: ActivityTask,
+        value: Any,
+        eager: Reservation,
+        redo: Callable[[], Awaitable[Any]],
+    ) -> WorkflowTask | None:
+        """``record(task, value, eager)`` (one of :meth:`complete_activity`,
+        :meth:`fail_activity`, :meth:`cancel_activity`), holding its transaction open on
+        PostgreSQL when it starts the run's next workflow task for ``eager``'s worker: the
+        task's completion then commits with it (``WorkflowTask.held``; see
+        ``engine._store.held``). ``redo()`` records the outcome again should the held
+        transaction roll back. Elsewhere, with too many held already, or when the worker
+        has other workflow tasks in hand (under load the writers' group commit costs less
+        per change than a transaction of its own), just ``record``."""
+        fn = tx_function(record)
+        if fn is None or not eager.idle:
+            # The workflow code would wait its turn: group commit costs less per change.
+            return await record(task, value, eager)
+        holding = await self.store.hold(fn, (task, value, eager), redo, task.run_id)
+        if holding is None:
+            return await record(task, value, eager)
+        started: WorkflowTask | None = holding[0]
+        held = holding[1]
+        if started is None:
+            await held.commit()
+            return None
+        started.held = held
+        return started
 
     def _outcome(
         self,

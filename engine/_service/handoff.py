@@ -94,6 +94,10 @@ class Reservation:
     identity: str
     #: Run id -> the next event id the runner holds (read-only; see the module docstring).
     cached: Mapping[str, int]
+    #: Whether the runner had no other workflow task in hand when it reserved the slot:
+    #: it will run this one's workflow code at once (a held transaction may wait for it;
+    #: see ``engine._store.held``).
+    idle: bool = False
     settled: bool = field(default=False, init=False)
 
     def settle(self, task: WorkflowTask | None) -> None:

@@ -118,3 +118,14 @@ def _make(fn: Callable[..., Any], read: bool, conflict_retries: int) -> Callable
     method.__wrapped__ = fn  # type: ignore[union-attr]
     OPERATIONS.append(Operation(fn.__qualname__, fn, read))
     return method
+
+
+def tx_function(method: Callable[..., Any]) -> Callable[..., Any] | None:
+    """The transaction function behind an operation's bound method: ``fn(tx, *args)``
+    (to run it in a transaction the caller manages, e.g. a held one). None for anything
+    else (a method replaced by a test, say): the caller then calls it as it is."""
+    fn = getattr(method, "__wrapped__", None)
+    owner = getattr(method, "__self__", None)
+    if fn is None or owner is None:
+        return None
+    return partial(fn, owner)

@@ -252,6 +252,8 @@ class RunState:
             if not wft.buffered:
                 # Flag the task so its completion knows to look (most tasks never do).
                 self.tx.update_workflow_task(self.run_id, buffered=1)
+                if self.tx.known_runs is not None:
+                    self._wft = _with(wft, buffered=1)
             return None
         event_id = self.add_event(event_type, attrs, when)
         self.wft_wanted = True
@@ -338,7 +340,11 @@ class RunState:
             self._wft_insert = None
         else:
             self.tx.update_workflow_task(self.run_id, **values)
-        self._wft_loaded = False
+        if self.tx.known_runs is not None and self._wft_loaded and self._wft is not None:
+            # A held transaction: the row as it now stands, for the change that follows.
+            self._wft = _with(self._wft, **values)
+        else:
+            self._wft_loaded = False
 
     def write_transient_wft_events(self, wft: Row) -> tuple[int, int]:
         """Persist the Scheduled/Started events of a retried (transient) workflow task,
@@ -473,6 +479,13 @@ class RunState:
                 self.visibility.update(self._visibility_at_close())
             if self.visibility:
                 self.tx.update_visibility(self.run_id, **self.visibility)
+        known = self.tx.known_runs
+        if known is not None:
+            # A held transaction: the run's rows as this change leaves them, so that the
+            # change that follows in it need not read them again (see StoreTx.known_runs).
+            flushed = _updated(self.row, self.next_event_id, self.history_size, self._changes)
+            if flushed is not None and self._wft_loaded and self._wft_insert is None:
+                known[self.run_id] = (flushed, self._wft)
         self._changes = {}
         self.visibility = {}
         if self._closed_with is not None:
@@ -563,6 +576,24 @@ class RunState:
                 )
                 crs.close(WorkflowExecutionStatus.TERMINATED)
             crs.flush()
+
+
+def _with(row: Any, **values: Any) -> Any:
+    """A copy of ``row`` (a driver's named tuple, or a SimpleNamespace) with ``values``."""
+    if isinstance(row, SimpleNamespace):
+        return SimpleNamespace(**{**vars(row), **values})
+    return row._replace(**values)
+
+
+def _updated(
+    row: Any, next_event_id: int, history_size: int, changes: dict[str, Any]
+) -> Any | None:
+    """The execution ``row`` once flushed with these values; None when it cannot be told
+    (a column changed that the row does not hold)."""
+    fields = getattr(row, "_fields", None)
+    if fields is None or any(key not in fields for key in changes):
+        return None
+    return row._replace(next_event_id=next_event_id, history_size_bytes=history_size, **changes)
 
 
 def _visibility_of_new_run(values: dict[str, Any]) -> dict[str, Any]:

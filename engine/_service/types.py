@@ -96,6 +96,9 @@ class WorkflowTask:
     started_time: float
     #: Update requests to deliver in this task: {update_id, name, args, identity}.
     updates: list[JsonDict] = field(default_factory=list)
+    #: PostgreSQL: the transaction that started this task, held open for its completion
+    #: (``engine._store.held.HeldTransaction``), or None.
+    held: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass

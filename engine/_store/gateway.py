@@ -29,6 +29,7 @@ e.g. the in-process clock), which run only after the commit, once.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import logging
@@ -47,6 +48,7 @@ from sqlalchemy.exc import DBAPIError
 from ..exceptions import DurableError, StoreConflictError, StoreError
 from .delivery import WARM, Job, Warm, deliver, deliver_all, run_effects
 from .dialects import NOTIFY_CHANNEL, PostgresListener, create_engine, parse_url
+from .held import MAX_HELD, HeldTransaction
 from .migrations import migrate
 from .notify import Notifier
 from .outage import CONTENTION, LOST, Outage, RetryConfig, Waiting, classify, is_database_error
@@ -90,6 +92,20 @@ class Store:
         self._lock = threading.Lock()
         #: Marks this store's PostgreSQL notifications, so its listener skips its own.
         self._token = uuid.uuid4().hex
+        #: PostgreSQL: transactions held open for a second change (``engine._store.held``),
+        #: by what they lock, and the keys of those held or being begun.
+        self._held: dict[str, HeldTransaction] = {}
+        self._held_keys: set[str] = set()
+        #: How held transactions ended: "joined" (a second change committed with the
+        #: first), "alone" (the first committed by itself; "expired" counts those the time
+        #: limit ended), "failed" (rolled back; the first recorded again). For benchmarks.
+        self.held_counts: collections.Counter[str] = collections.Counter()
+        #: Where held transactions end (commit): threads of their own, one per transaction
+        #: that may be held, so that an end never waits for a thread that is itself waiting
+        #: for a lock the held transaction has.
+        self._held_executor = ThreadPoolExecutor(
+            max_workers=max(MAX_HELD, 1), thread_name_prefix="durable-held"
+        )
 
     def open(self) -> None:
         """Connect and migrate (blocking). Raises clear errors for unreachable databases."""
@@ -141,6 +157,55 @@ class Store:
         fut: asyncio.Future[T] = loop.create_future()
         writer.submit(fn, args, loop, fut, time.monotonic())
         return await fut
+
+    async def hold(
+        self, fn: Callable[..., T], args: tuple[Any, ...], redo: Callable[[], Any], key: str
+    ) -> tuple[T, HeldTransaction] | None:
+        """PostgreSQL: run ``fn(tx, *args)`` and leave its transaction open for a second
+        change (see ``engine._store.held``); ``redo()`` (a coroutine function) records the
+        change again if the held transaction is rolled back. ``key`` names what the change
+        locks (its run): one held transaction per key. Waits and retries as
+        :meth:`transaction` does until ``fn`` has run.
+
+        None, having run nothing, where it would not hold: SQLite, ``MAX_HELD`` held
+        already, or one held for ``key``; the caller runs ``fn`` with :meth:`transaction`."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        if self._pg_writers is None:
+            return None
+        with self._lock:
+            if len(self._held_keys) >= MAX_HELD or key in self._held_keys:
+                return None
+            self._held_keys.add(key)
+        loop = asyncio.get_running_loop()
+        try:
+            running = loop.run_in_executor(
+                self._executor, self._run_held, fn, args, time.monotonic(), key
+            )
+        except RuntimeError as err:  # shut down since the check above
+            self._held_ended(key)
+            raise StoreError("the store is closed") from err
+        try:
+            result, held = await asyncio.shield(running)
+        except asyncio.CancelledError:
+            # The caller is gone, not the transaction: commit it once it has run.
+            running.add_done_callback(_commit_orphan)
+            raise
+        except BaseException:
+            self._held_ended(key)
+            raise
+        held.start(loop, redo)
+        return result, held
+
+    def _run_held(
+        self, fn: Callable[..., T], args: tuple[Any, ...], since: float, key: str
+    ) -> tuple[T, HeldTransaction]:
+        return self._run_pooled(fn, args, read_only=False, since=since, hold=key)  # type: ignore[return-value]
+
+    def _held_ended(self, key: str) -> None:
+        with self._lock:
+            self._held_keys.discard(key)
+            self._held.pop(key, None)
 
     def warm(self) -> None:
         """Wake the writer thread(s), a moment before a change is expected (the timer loop
@@ -201,8 +266,12 @@ class Store:
         *,
         read_only: bool,
         since: float | None = None,
+        hold: str | None = None,
     ) -> T:
         """One transaction on a connection of the engine's pool.
+
+        ``hold`` (a key, see :meth:`hold`): leave it open after ``fn`` has run; return
+        ``fn``'s result and the :class:`HeldTransaction` that commits it.
 
         A failure that may pass (a lost or refused connection, a serialization failure, a
         deadlock: :func:`~engine._store.outage.classify`) runs the whole transaction again,
@@ -225,6 +294,16 @@ class Store:
                     continue
                 if read_only and self.postgres:
                     saved = _pg_read_only(conn)
+                if hold is not None:
+                    trans = conn.begin()
+                    tx = StoreTx(conn, postgres=True)
+                    tx.known_runs = {}
+                    result = fn(tx, *args)
+                    held = HeldTransaction(self, conn, trans, tx, hold)
+                    with self._lock:
+                        self._held[hold] = held
+                    conn = None  # the held transaction closes it
+                    return result, held  # type: ignore[return-value]
                 with conn.begin():
                     tx = StoreTx(conn, postgres=self.postgres, read_only=read_only)
                     result = fn(tx, *args)
@@ -300,6 +379,11 @@ class Store:
             return
         self._closed = True
         self._closing.set()
+        with self._lock:
+            held = list(self._held.values())
+        for h in held:
+            h.close_now()
+        self._held_executor.shutdown(wait=True)
         if self._listener is not None:
             self._listener.stop()
         if self._writer is not None:
@@ -310,6 +394,19 @@ class Store:
             self._readers.close()
         self._executor.shutdown(wait=True)
         self.engine.dispose()
+
+
+def _commit_orphan(running: asyncio.Future[tuple[Any, HeldTransaction]]) -> None:
+    """A held transaction whose caller was cancelled while it ran: commit its change."""
+    if running.cancelled() or running.exception() is not None:
+        return
+    _, held = running.result()
+    held.start(asyncio.get_running_loop(), _nothing)
+    asyncio.get_running_loop().create_task(held.commit())
+
+
+async def _nothing() -> None:
+    return None
 
 
 class _BatchingWriter:

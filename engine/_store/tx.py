@@ -92,6 +92,11 @@ _WAITING_WFTS = (
     f"AND status = {EXEC_RUNNING})"
 )
 
+#: How the held-back writes a held transaction merges begin (see ``StoreTx.known_runs``).
+_UPDATE_EXEC = "UPDATE dn_executions SET "
+_INSERT_WFT = "INSERT INTO dn_workflow_tasks "
+_UPDATE_WFT = "UPDATE dn_workflow_tasks SET "
+
 #: The first statement of a transaction that must see one snapshot (PostgreSQL).
 _REPEATABLE_READ = Q("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
@@ -166,6 +171,12 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         self._prefetched_timer: tuple[int, Row | None] | None = None
         #: PostgreSQL: runs locked ahead by :meth:`due_work`, until each one's first lock.
         self._prefetched_runs: dict[str, Prefetched] = {}
+        #: A held transaction (``engine._store.held``): the runs it has locked and changed,
+        #: as their rows now stand (run id -> (execution row, workflow task row or None)),
+        #: so that the change that follows locks them without a read; and writes held back
+        #: for a row are merged with the next write to it. None elsewhere (the service
+        #: keeps each run's rows up to date here only when it is set: see ``RunState``).
+        self.known_runs: dict[str, tuple[Any, Any]] | None = None
         if postgres:
             from psycopg.rows import namedtuple_row
 
@@ -195,6 +206,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
             self._deferred = follows._deferred
             self._begun = follows._begun
             self._inherited = len(follows._deferred or ())
+            self.known_runs = follows.known_runs
 
     def _q(self, q: Q, params: Any = None) -> _Cursor:
         """Run a statement whose result (rows, ``rowcount``) the caller reads."""
@@ -347,6 +359,8 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         a task row locks its run first).
         """
         self._prefetched_timer = None  # held for the take right after a lock only
+        if self.known_runs and activity is None and timer is None and run_id in self.known_runs:
+            return self.known_runs[run_id]
         held = self._prefetched_runs.pop(run_id, None) if self._prefetched_runs else None
         if held is not None and activity is None and (timer is None or timer in held[2]):
             if timer is not None:
@@ -416,7 +430,32 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
 
     def update_execution(self, run_id: str, **values: Any) -> None:
         """Update columns of a run."""
+        if self.known_runs is not None:
+            self.known_runs.pop(run_id, None)
+            earlier = self._take_deferred(_UPDATE_EXEC, "w_run_id", run_id)
+            if earlier is not None:  # one UPDATE for both, with the later values
+                earlier.pop("w_run_id")
+                values = {**earlier, **values}
         self._update("dn_executions", {"run_id": run_id}, values)
+
+    def _take_deferred(self, prefix: str, key: str, value: Any) -> dict[str, Any] | None:
+        """A held transaction: take out of the held-back writes the last one whose SQL
+        starts with ``prefix`` and whose ``key`` parameter is ``value``; its parameters,
+        or None if there is none."""
+        deferred = self._deferred
+        if not deferred:
+            return None
+        for i in range(len(deferred) - 1, self._inherited_floor() - 1, -1):
+            text, params = deferred[i]
+            if text.startswith(prefix) and isinstance(params, dict) and params.get(key) == value:
+                del deferred[i]
+                return dict(params)
+        return None
+
+    def _inherited_floor(self) -> int:
+        """Held-back writes before this index belong to a batch's earlier changes (see
+        :meth:`withdraw`): a merge leaves them alone."""
+        return self._inherited if self._in_batch and self.known_runs is None else 0
 
     _LIST_COLUMNS = frozenset({"workflow_id", "run_id", "workflow_type", "task_queue", "status"})
 
@@ -557,14 +596,26 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
 
     def insert_workflow_task(self, **values: Any) -> None:
         """Schedule a workflow task (at most one per run)."""
+        if self.known_runs is not None:
+            self.known_runs.pop(values["run_id"], None)
         self._insert("dn_workflow_tasks", values)
 
     def update_workflow_task(self, run_id: str, **values: Any) -> None:
         """Change a run's workflow task."""
+        if self.known_runs is not None:
+            self.known_runs.pop(run_id, None)
         self._update("dn_workflow_tasks", {"run_id": run_id}, values)
 
     def delete_workflow_task(self, run_id: str) -> None:
         """Remove a run's workflow task."""
+        if self.known_runs is not None:
+            self.known_runs.pop(run_id, None)
+            # A held transaction that inserted the row (a task started and completed in
+            # it): the insert is not sent, and there is nothing to delete.
+            if self._take_deferred(_INSERT_WFT, "run_id", run_id) is not None:
+                while self._take_deferred(_UPDATE_WFT, "w_run_id", run_id) is not None:
+                    pass
+                return
         self._w(DELETE_WFT, {"run_id": run_id})
 
     def next_workflow_tasks(

@@ -448,7 +448,12 @@ class ActivityRunner(Poller[ActivityTask]):
         offer = self.service.handoffs.offer_next(task.namespace, task.run_id)
         handed: WorkflowTask | None = None
         try:
-            handed = await record(task, value, offer)
+            if offer is None:
+                handed = await record(task, value, offer)
+            else:  # on PostgreSQL the task's completion may commit with the outcome
+                handed = await self.service.hold_outcome(
+                    record, task, value, offer, lambda: self._resend(task, record, value)
+                )
         except ActivityNotFoundError as err:
             log.debug("activity result dropped: %s", err)
         except StoreError:

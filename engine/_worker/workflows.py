@@ -29,10 +29,12 @@ from .._replay.instance import WorkflowInstance
 from .._replay.jobs import LocalActivityRequest, ResolveLocalActivity
 from .._replay.replayer import answer_query
 from .._service.handoff import Handoffs, Reservation
+from .._service.operation import tx_function
 from .._service.service import Service
 from .._service.state import wft_channel
 from .._service.types import QueryTask, WorkflowTask
 from .._service.workflow_tasks import TaskNotFoundError
+from .._store.held import _TaskRolledBack
 from ..common import duration_from_json
 from ..converter import (
     MAX_PAYLOAD_BYTES,
@@ -136,6 +138,8 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         self._cache_next: dict[str, int] = {}
         self._cached_view = MappingProxyType(self._cache_next)
         self._inflight: set[asyncio.Task[None]] = set()
+        #: Workflow tasks being handled (from their start to their completion's answer).
+        self._busy = 0
         self._reported_slow: set[str] = set()
 
     # -- definitions --------------------------------------------------------------------
@@ -252,6 +256,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             self.task_queue,
             self.identity,
             self._cached_view,
+            idle=not self._busy,
         )
 
     def warm(self, run_ids: Collection[str]) -> None:
@@ -295,6 +300,32 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
     # -- one task -----------------------------------------------------------------------
 
     async def _handle(self, task: WorkflowTask) -> None:
+        held = task.held
+        self._busy += 1
+        try:
+            try:
+                await self._handle_task(task)
+            finally:
+                self._busy -= 1
+        except _TaskRolledBack as err:  # it never existed: its next task comes afresh
+            log.info("workflow task dropped: %s", err)
+            self._evict(task.run_id, forced=False)
+        finally:
+            if held is not None:  # whatever happened, the change that started it commits
+                await held.commit()
+
+    async def _send(self, task: WorkflowTask, method: Any, *args: Any) -> Any:
+        """``method(*args)``, an operation on ``task``: in the transaction that started the
+        task if it is held open (``engine._store.held``), else in one of its own."""
+        held = task.held
+        if held is not None:
+            fn = tx_function(method)
+            if fn is not None:  # (joins it, or waits for it to end and runs alone)
+                return await held.commit_with(fn, *args)
+            await held.commit()
+        return await method(*args)
+
+    async def _handle_task(self, task: WorkflowTask) -> None:
         defn = find_definition(self.definitions, task.workflow_type)
         if defn is None:
             known = ", ".join(sorted(self.definitions)) or "none"
@@ -377,8 +408,15 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         flags = instance.take_sdk_flags() if instance is not None else []
         try:
             completion = await until_accepted(
-                lambda: self.service.complete_workflow_task(
-                    task, commands, self.identity, eager.count, rejections, flags
+                lambda: self._send(
+                    task,
+                    self.service.complete_workflow_task,
+                    task,
+                    commands,
+                    self.identity,
+                    eager.count,
+                    rejections,
+                    flags,
                 ),
                 f"the completion of a workflow task of {task.workflow_id} (run {task.run_id})",
                 abandoned=self._gave_up,
@@ -450,6 +488,8 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         requests = entry.driver.instance.take_local_requests()
         if not requests:
             return commands
+        if task.held is not None:  # local activities may run long: commit the start now
+            await task.held.commit()
         heartbeat_at = _heartbeat_time(task, received)
         instance = entry.driver.instance
         while requests:
@@ -578,7 +618,9 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             failure["stackTrace"] = stack
         try:
             await until_accepted(
-                lambda: self.service.fail_workflow_task(task, cause, failure, self.identity),
+                lambda: self._send(
+                    task, self.service.fail_workflow_task, task, cause, failure, self.identity
+                ),
                 f"the failure of a workflow task of run {task.run_id}",
                 abandoned=self._gave_up,
             )
