@@ -9,8 +9,9 @@ counted at the driver (``psycopg.Cursor.execute``, which the store's SQL goes th
 round trips as the waits for the server psycopg makes (one per statement outside a pipeline,
 plus one for its ``BEGIN``; one per pipeline block; one per ``COMMIT`` outside one),
 transactions at the store (each also sends ``BEGIN`` and ``COMMIT``, not counted as
-statements; a group commit of several changes counts once, by its size) with their mean
-wall time, per phase: W1 (``--n`` workflows at once, one activity each) and one
+statements; a group commit of several changes counts once, by its size; a held transaction,
+``engine._store.held``, counts once, by its first change, and its end is shown apart) with
+their mean wall time, per phase: W1 (``--n`` workflows at once, one activity each) and one
 workflow of 50 activities alone.
 """
 

@@ -441,21 +441,17 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
     def _take_deferred(self, prefix: str, key: str, value: Any) -> dict[str, Any] | None:
         """A held transaction: take out of the held-back writes the last one whose SQL
         starts with ``prefix`` and whose ``key`` parameter is ``value``; its parameters,
-        or None if there is none."""
+        or None if there is none. (Not for a batch of ``engine._store.pg_writer``, whose
+        held-back writes may be another change's, which it may withdraw.)"""
         deferred = self._deferred
         if not deferred:
             return None
-        for i in range(len(deferred) - 1, self._inherited_floor() - 1, -1):
+        for i in range(len(deferred) - 1, -1, -1):
             text, params = deferred[i]
             if text.startswith(prefix) and isinstance(params, dict) and params.get(key) == value:
                 del deferred[i]
                 return dict(params)
         return None
-
-    def _inherited_floor(self) -> int:
-        """Held-back writes before this index belong to a batch's earlier changes (see
-        :meth:`withdraw`): a merge leaves them alone."""
-        return self._inherited if self._in_batch and self.known_runs is None else 0
 
     _LIST_COLUMNS = frozenset({"workflow_id", "run_id", "workflow_type", "task_queue", "status"})
 
