@@ -168,10 +168,12 @@ class Store:
         :meth:`transaction` does until ``fn`` has run.
 
         None, having run nothing, where it would not hold: SQLite, ``MAX_HELD`` held
-        already, or one held for ``key``; the caller runs ``fn`` with :meth:`transaction`."""
+        already, one held for ``key``, or the writers busy (other changes of this process
+        waiting or running: they commit together, which costs less per change); the
+        caller runs ``fn`` with :meth:`transaction`."""
         if self._closed:
             raise StoreError("the store is closed")
-        if self._pg_writers is None:
+        if self._pg_writers is None or not self._pg_writers.idle():
             return None
         with self._lock:
             if len(self._held_keys) >= MAX_HELD or key in self._held_keys:

@@ -20,7 +20,9 @@ Rules, so that nothing is lost and nothing waits long:
   activities), the first change commits alone (:meth:`HeldTransaction.commit`), and the
   second runs later in a transaction of its own: the two transactions of before. Whatever
   else the worker does with the task first commits it the same way. At most
-  :data:`MAX_HELD` are open at once per store; past that, outcomes commit at once.
+  :data:`MAX_HELD` are open at once per store; past that, outcomes commit at once. Nor
+  does a store hold while its writers have other changes waiting or running: under load,
+  their group commit costs less per change than a transaction of its own.
 - **Nothing lost.** If the held transaction fails (the connection was lost, the commit
   failed, the second change raised), everything in it is rolled back, and the first change
   is recorded again by itself (the caller's ``redo``: the activity runner sends the

@@ -102,6 +102,9 @@ class PgWriters:
         #: Set by :meth:`stop` (under ``_lock``): nothing is queued any more.
         self._stopped = False
         self._lock = threading.Lock()
+        #: How many threads are running changes now (changed under ``_lock``; read
+        #: without it by :meth:`idle`, a hint).
+        self.running = 0
         self.threads = [
             threading.Thread(target=self._main, name=f"durable-pg-writer-{i}", daemon=True)
             for i in range(self.THREADS)
@@ -191,6 +194,8 @@ class PgWriters:
                     break
                 if not isinstance(more, Warm):
                     batch.append(more)
+            with self._lock:
+                self.running += 1
             try:
                 self._run_batch(batch)
                 if alone is not None:
@@ -200,8 +205,15 @@ class PgWriters:
                 failure = StoreError(f"the store's writer failed: {err!r}")
                 for _, _, loop, fut, _ in batch + ([alone] if alone is not None else []):
                     deliver(loop, fut, None, failure)
+            finally:
+                with self._lock:
+                    self.running -= 1
             if stop:
                 return
+
+    def idle(self) -> bool:
+        """Whether no change is waiting or running now (a hint, read without a lock)."""
+        return not self.running and self._queue.empty()
 
     def _run_batch(self, batch: list[Job]) -> None:
         store = self.store

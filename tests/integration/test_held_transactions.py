@@ -16,6 +16,7 @@ import pytest
 from engine import Client, Worker, activity, workflow
 from engine._store.gateway import Store
 from engine._store.held import HeldTransaction
+from engine._store.pg_writer import PgWriters
 from engine._store.tx import StoreTx
 from engine._worker.workflows import WorkflowRunner
 
@@ -46,6 +47,13 @@ class Chain:
         if wait_for_signal:
             await workflow.wait_condition(lambda: bool(self.signals))
         return [x, self.signals]
+
+
+@pytest.fixture(autouse=True)
+def writers_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writers count as idle, so every step may hold: whether they are is a hint that
+    a poll running at that moment changes (tested apart, below)."""
+    monkeypatch.setattr(PgWriters, "idle", lambda self: True)
 
 
 #: The history of ``Chain`` without a signal, as both backends write it.
@@ -95,6 +103,21 @@ async def test_each_step_of_a_lone_workflow_commits_once(db_url: str) -> None:
         else:
             assert counts == {}
         assert not client.store._held and not client.store._held_keys
+    finally:
+        await client.close()
+
+
+async def test_busy_writers_mean_no_hold(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With other changes of the process waiting or running, outcomes are not held: they
+    go to the writers' group commit, and the history is the same."""
+    monkeypatch.setattr(PgWriters, "idle", lambda self: False)
+    client = await Client.connect(pg_url)
+    try:
+        async with Worker(client, task_queue="held", workflows=[Chain], activities=[double]):
+            workflow_id, handle = await _run_chain(client)
+            assert await handle.result() == [8, []]
+        assert await _types(client, workflow_id) == CHAIN_EVENTS
+        assert not client.store.held_counts
     finally:
         await client.close()
 
