@@ -6,8 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .notify import Notifier
+    from .tx import StoreTx
 
 log = logging.getLogger("engine.store")
 
@@ -33,6 +37,20 @@ def run_effects(effects: list[Callable[[], None]]) -> None:
             effect()
         except Exception:
             log.exception("an after-commit effect failed: %r", effect)
+
+
+def announce(txs: Sequence[StoreTx], notifier: Notifier) -> None:
+    """After one commit of the changes ``txs`` (in their order): their after-commit
+    effects, then their wake-ups, each channel once."""
+    wakeups: set[str] = set()
+    messages: dict[str, Any] = {}
+    effects: list[Callable[[], None]] = []
+    for tx in txs:
+        wakeups |= tx.wakeups
+        messages.update(tx.messages)
+        effects += tx.after
+    run_effects(effects)
+    notifier.notify_many(wakeups, messages)
 
 
 def deliver_all(items: list[tuple[asyncio.AbstractEventLoop | None, Any, Any]]) -> None:

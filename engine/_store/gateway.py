@@ -191,7 +191,7 @@ class Store:
             result, held = await asyncio.shield(running)
         except asyncio.CancelledError:
             # The caller is gone, not the transaction: commit it once it has run.
-            running.add_done_callback(_commit_orphan)
+            running.add_done_callback(lambda done: self._commit_orphan(done, key))
             raise
         except BaseException:
             self._held_ended(key)
@@ -203,6 +203,18 @@ class Store:
         self, fn: Callable[..., T], args: tuple[Any, ...], since: float, key: str
     ) -> tuple[T, HeldTransaction]:
         return self._run_pooled(fn, args, read_only=False, since=since, hold=key)  # type: ignore[return-value]
+
+    def _commit_orphan(
+        self, running: asyncio.Future[tuple[Any, HeldTransaction]], key: str
+    ) -> None:
+        """A held transaction whose caller was cancelled while it ran: commit its change
+        (or, if it failed, free its key)."""
+        if running.cancelled() or running.exception() is not None:
+            self._held_ended(key)
+            return
+        _, held = running.result()
+        held.start(asyncio.get_running_loop(), _nothing)
+        asyncio.get_running_loop().create_task(held.commit())
 
     def _held_ended(self, key: str) -> None:
         with self._lock:
@@ -381,11 +393,8 @@ class Store:
             return
         self._closed = True
         self._closing.set()
-        with self._lock:
-            held = list(self._held.values())
-        for h in held:
-            h.close_now()
-        self._held_executor.shutdown(wait=True)
+        # First, so that writers waiting for a held run's lock can finish and stop.
+        self._close_held()
         if self._listener is not None:
             self._listener.stop()
         if self._writer is not None:
@@ -395,16 +404,16 @@ class Store:
         if self._readers is not None:
             self._readers.close()
         self._executor.shutdown(wait=True)
+        self._close_held()  # those begun while the store was closing
+        self._held_executor.shutdown(wait=True)
         self.engine.dispose()
 
-
-def _commit_orphan(running: asyncio.Future[tuple[Any, HeldTransaction]]) -> None:
-    """A held transaction whose caller was cancelled while it ran: commit its change."""
-    if running.cancelled() or running.exception() is not None:
-        return
-    _, held = running.result()
-    held.start(asyncio.get_running_loop(), _nothing)
-    asyncio.get_running_loop().create_task(held.commit())
+    def _close_held(self) -> None:
+        """Commit here what the store holds (``HeldTransaction.close_now``)."""
+        with self._lock:
+            held = list(self._held.values())
+        for h in held:
+            h.close_now()
 
 
 async def _nothing() -> None:

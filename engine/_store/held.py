@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 
-from .delivery import run_effects
+from .delivery import announce
 from .dialects import NOTIFY_CHANNEL
 from .outage import LOST, classify, is_database_error
 from .pg_writer import NOTIFY_SQL
@@ -242,15 +242,7 @@ class HeldTransaction:
             with contextlib.suppress(Exception):
                 conn.close()
         store.outage.up()
-        wakeups: set[str] = set()
-        messages: dict[str, Any] = {}
-        effects: list[Callable[[], None]] = []
-        for t in txs:
-            wakeups |= t.wakeups
-            messages.update(t.messages)
-            effects += t.after
-        run_effects(effects)
-        store.notifier.notify_many(wakeups, messages)
+        announce(txs, store.notifier)
         return result
 
     def close_now(self) -> None:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..exceptions import StoreError
-from .delivery import WARM, Job, Warm, deliver, deliver_all, run_effects
+from .delivery import WARM, Job, Warm, announce, deliver, deliver_all
 from .dialects import NOTIFY_CHANNEL
 from .outage import LOST, classify, is_database_error
 from .tx import StoreTx, _RunsAlone
@@ -235,15 +235,7 @@ class PgWriters:
                 self._run_alone(job)
             return
         store.outage.up()
-        wakeups: set[str] = set()
-        messages: dict[str, Any] = {}
-        effects: list[Callable[[], None]] = []
-        for tx in txs:
-            wakeups |= tx.wakeups
-            messages.update(tx.messages)
-            effects += tx.after
-        run_effects(effects)
-        store.notifier.notify_many(wakeups, messages)
+        announce(txs, store.notifier)
         done = []
         for (_, _, loop, fut, _), (kind, value) in zip(batch, outcomes, strict=True):
             if kind == _OK:

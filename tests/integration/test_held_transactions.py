@@ -6,6 +6,7 @@ arrives meanwhile and the store's close each leave a correct history."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -233,6 +234,37 @@ async def test_closing_the_store_commits_what_it_holds(pg_url: str) -> None:
         assert not await again.transaction(lambda tx: tx.claim_request(run_id, "r1", 2.0))
     finally:
         await asyncio.to_thread(again.close)
+
+
+async def test_a_hold_whose_caller_is_cancelled_still_commits(pg_url: str) -> None:
+    """The caller of ``Store.hold`` is cancelled while the first change runs: the change
+    commits anyway once it has run, and the store can hold for that key again."""
+    store = Store(pg_url)
+    store.open()
+    run_id = uuid.uuid4().hex
+
+    def slow_claim(tx: StoreTx) -> bool:
+        time.sleep(0.2)
+        return tx.claim_request(run_id, "r1", 1.0)
+
+    async def nothing() -> None:
+        raise AssertionError("nothing failed: nothing to record again")
+
+    try:
+        caller = asyncio.ensure_future(store.hold(slow_claim, (), nothing, run_id))
+        await asyncio.sleep(0.05)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        for _ in range(200):
+            if not store._held_keys:
+                break
+            await asyncio.sleep(0.01)
+        assert not store._held_keys and not store._held
+        assert store.held_counts["alone"] == 1
+        assert not await store.transaction(lambda tx: tx.claim_request(run_id, "r1", 2.0))
+    finally:
+        await asyncio.to_thread(store.close)
 
 
 async def test_a_held_transaction_merges_writes_to_the_same_rows(pg_url: str) -> None:
