@@ -186,7 +186,9 @@ class HeldTransaction:
         ``failure`` when it failed."""
         loop = asyncio.get_running_loop()
         try:
-            return await asyncio.shield(loop.run_in_executor(self.store._executor, commit, second))
+            return await asyncio.shield(
+                loop.run_in_executor(self.store._held_executor, commit, second)
+            )
         except Exception as err:
             failure.append(err)
             return None
