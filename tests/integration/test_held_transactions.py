@@ -6,6 +6,7 @@ arrives meanwhile and the store's close each leave a correct history."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -234,6 +235,46 @@ async def test_closing_the_store_commits_what_it_holds(pg_url: str) -> None:
         assert not await again.transaction(lambda tx: tx.claim_request(run_id, "r1", 2.0))
     finally:
         await asyncio.to_thread(again.close)
+
+
+async def test_a_held_transaction_ends_while_every_store_thread_waits(pg_url: str) -> None:
+    """Every thread of the store's shared pool is taken by a change that waits (as one
+    waits for the run lock a held transaction has): the held transaction still commits,
+    on threads of its own. Were it to end on the shared pool, it would wait for a thread
+    that waits for it."""
+    store = Store(pg_url)
+    store.open()
+    run_id = uuid.uuid4().hex
+    release = threading.Event()
+
+    def claim(tx: StoreTx) -> bool:
+        return tx.claim_request(run_id, "r1", 1.0)
+
+    async def nothing() -> None:
+        raise AssertionError("nothing failed: nothing to record again")
+
+    loop = asyncio.get_running_loop()
+    blocked: list[asyncio.Future[bool]] = []
+    try:
+        holding = await store.hold(claim, (), nothing, run_id)
+        assert holding is not None
+        _, held = holding
+        blocked = [
+            loop.run_in_executor(store._executor, release.wait, 30.0)
+            # Every thread: ThreadPoolExecutor keeps its size there (fails loudly if not).
+            for _ in range(store._executor._max_workers)
+        ]
+        await asyncio.wait_for(held.commit(), 10)
+        assert not held.open
+        assert store.held_counts["alone"] == 1 and not store.held_counts["failed"]
+        assert not any(f.done() for f in blocked)  # the shared threads were taken all along
+        release.set()
+        await asyncio.gather(*blocked)
+        assert not await store.transaction(lambda tx: tx.claim_request(run_id, "r1", 2.0))
+    finally:
+        release.set()
+        await asyncio.gather(*blocked, return_exceptions=True)
+        await asyncio.to_thread(store.close)
 
 
 async def test_a_hold_whose_caller_is_cancelled_still_commits(pg_url: str) -> None:
