@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from .._payload_size import json_payload_size
+from .._store.ahead import RunLock
 from .._store.gateway import Store
 from .._store.schema import ACT_STARTED, WFT_SCHEDULED
 from .._store.tx import Row, StoreTx
@@ -36,6 +37,11 @@ _OUTCOMES: dict[str, Callable[[RunState, Row, Any], None]] = {
 }
 
 
+def _attempt_locks(task: ActivityTask, *_: Any, **__: Any) -> tuple[RunLock, ...]:
+    """An attempt's outcome locks its run and reads the activity's row with it."""
+    return ((task.run_id, task.scheduled_event_id),)
+
+
 class ActivityOps:
     """Activity operations of the service (mixed into :class:`Service`)."""
 
@@ -50,7 +56,7 @@ class ActivityOps:
         """Claim up to ``limit`` ready activity attempts."""
         return activities.claim(tx, namespace, task_queue, identity, self.clock.now(), limit)
 
-    @operation
+    @operation(locks=_attempt_locks)
     def complete_activity(
         self,
         tx: StoreTx,
@@ -61,7 +67,7 @@ class ActivityOps:
         """The attempt returned a result. See :meth:`_outcome` for ``eager``."""
         return self._outcome(tx, task, eager, activities.complete, result)
 
-    @operation
+    @operation(locks=_attempt_locks)
     def fail_activity(
         self,
         tx: StoreTx,
@@ -72,7 +78,7 @@ class ActivityOps:
         """The attempt raised: retry or record the failure."""
         return self._outcome(tx, task, eager, activities.failed, failure)
 
-    @operation
+    @operation(locks=_attempt_locks)
     def cancel_activity(
         self,
         tx: StoreTx,

@@ -20,12 +20,13 @@ instance ``tests/store/test_operations_pure.py``: a transaction function may run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from functools import partial
 from types import MethodType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
+from .._store.ahead import RunLock
 from ..exceptions import StoreConflictError
 
 if TYPE_CHECKING:
@@ -66,25 +67,44 @@ def operation(fn: TxFunction[S, P, R], /) -> Method[S, P, R]: ...
 
 @overload
 def operation(
-    *, read: bool = False, conflict_retries: int = 0
+    *,
+    read: bool = False,
+    conflict_retries: int = 0,
+    locks: Callable[..., Iterable[RunLock]] | None = None,
 ) -> Callable[[TxFunction[S, P, R]], Method[S, P, R]]: ...
 
 
 def operation(
-    fn: Callable[..., Any] | None = None, /, *, read: bool = False, conflict_retries: int = 0
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    read: bool = False,
+    conflict_retries: int = 0,
+    locks: Callable[..., Iterable[RunLock]] | None = None,
 ) -> Any:
     """The coroutine method running ``fn(self, tx, *args)`` in one store transaction.
 
     ``read=True``: a read (``Store.read``). ``conflict_retries``: run the transaction
     again, up to that many times, when it fails with :class:`StoreConflictError` (another
-    process's change won a race; the next run sees it).
+    process's change won a race; the next run sees it). ``locks(*args)``: the runs the
+    change locks first, as (run id, scheduled event id of an activity it reads with the
+    run, or None), known before it runs: a batch of changes on PostgreSQL locks and reads
+    them all in one round trip (``engine._store.ahead``). A hint only: the change locks
+    what it locks whatever it says.
     """
     if fn is None:
-        return lambda f: _make(f, read, conflict_retries)
-    return _make(fn, read, conflict_retries)
+        return lambda f: _make(f, read, conflict_retries, locks)
+    return _make(fn, read, conflict_retries, locks)
 
 
-def _make(fn: Callable[..., Any], read: bool, conflict_retries: int) -> Callable[..., Any]:
+def _make(
+    fn: Callable[..., Any],
+    read: bool,
+    conflict_retries: int,
+    locks: Callable[..., Iterable[RunLock]] | None = None,
+) -> Callable[..., Any]:
+    if locks is not None:
+        fn.lock_hint = locks  # type: ignore[attr-defined]  # read by ahead.lock_hint
     bind = MethodType
     method: Callable[..., Any]
     if read:

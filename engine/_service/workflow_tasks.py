@@ -13,6 +13,7 @@ from .._ids import random_uuid
 from .._json import loads as json_loads
 from .._model import commands as cmd
 from .._model.events import HistoryEvent
+from .._store.ahead import RunLock
 from .._store.gateway import Store
 from .._store.schema import (
     UPDATE_ACCEPTED,
@@ -85,6 +86,11 @@ class Completion:
     events: list[HistoryEvent] = field(default_factory=list)
     #: A heartbeat's next workflow task, started for the same worker.
     next_task: WorkflowTask | None = None
+
+
+def _task_locks(task: WorkflowTask, *_: Any, **__: Any) -> tuple[RunLock, ...]:
+    """A workflow task's completion locks its run (and reads its task row with it)."""
+    return ((task.run_id, None),)
 
 
 class WorkflowTaskOps(ChildOps):
@@ -211,7 +217,7 @@ class WorkflowTaskOps(ChildOps):
             updates=updates,
         )
 
-    @operation
+    @operation(locks=_task_locks)
     def complete_workflow_task(
         self,
         tx: StoreTx,

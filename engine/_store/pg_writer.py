@@ -13,6 +13,10 @@ back to back in one transaction, with one commit, as SQLite's writer does.
   process or of two) could each wait for a run the other holds. A batch therefore waits for
   a lock at most :attr:`PgWriters.LOCK_TIMEOUT_MS` (``SET LOCAL lock_timeout``): such a wait
   ends in an error, not in PostgreSQL's deadlock check after a second.
+- The runs the changes say they will lock (``operation(locks=...)``) are locked and read
+  first, all in one round trip, in run id order (``engine._store.ahead``): each change's
+  first lock of its run then takes what was read instead of waiting for a round trip of
+  its own, while the batch holds the locks of the changes before it.
 - A change that raises (a run not found, a workflow id taken, ...) before any of its
   writes reached the server is taken out of the batch: its held-back writes are dropped,
   its caller gets the exception once the others have committed. The locks its reads took
@@ -24,6 +28,8 @@ back to back in one transaction, with one commit, as SQLite's writer does.
   never reaches another caller's change. They run again in their order on the same
   thread, except the one that waited too long for a lock: it goes back to the queue,
   marked to run alone, for any free writer, so that its wait holds up none of the others.
+  (A lock that waited too long while the batch locked runs ahead is nobody's in
+  particular: every change that named runs goes back to the queue so.)
 - The lock timeout ends before the commit, whose wait for PostgreSQL's ``NOTIFY`` lock is
   a queue of committers, not a deadlock.
 
@@ -45,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..exceptions import StoreError
+from .ahead import lock_hint, wanted_by
 from .delivery import WARM, Job, Warm, announce, deliver, deliver_all
 from .dialects import NOTIFY_CHANNEL
 from .outage import LOST, classify, is_database_error
@@ -70,11 +77,16 @@ _OK, _RAISED, _ALONE = "ok", "raised", "alone"
 
 
 class _BatchFailed(Exception):
-    """A batch failed (its cause is why) while change number ``index`` was running."""
+    """A batch failed (its cause is why) while change number ``index`` was running
+    (:data:`_AHEAD`: while it locked its changes' runs ahead)."""
 
     def __init__(self, index: int) -> None:
         super().__init__(index)
         self.index = index
+
+
+#: The index of a :class:`_BatchFailed` in the batch's lock ahead, before any change ran.
+_AHEAD = -1
 
 
 def _sqlstate(err: BaseException | None) -> str | None:
@@ -226,7 +238,14 @@ class PgWriters:
             err = failed.__cause__
             log.debug("a batch of %d changes failed (%r): each runs alone", len(batch), err)
             again = batch
-            if _sqlstate(err) == LOCK_NOT_AVAILABLE:
+            if _sqlstate(err) == LOCK_NOT_AVAILABLE and failed.index == _AHEAD:
+                # One of the runs locked ahead is held elsewhere, which is not known: the
+                # changes that named runs go back to the queue, as below.
+                named = [job for job in batch if lock_hint(job[0]) is not None]
+                for job in named:
+                    self._requeue(job)
+                again = [job for job in batch if lock_hint(job[0]) is None]
+            elif _sqlstate(err) == LOCK_NOT_AVAILABLE:
                 # The change that waited goes back to the queue for any free writer, so
                 # that its wait holds up none of the others.
                 self._requeue(batch[failed.index])
@@ -265,15 +284,20 @@ class PgWriters:
         outcomes: list[tuple[str, Any]] = []
         txs: list[StoreTx] = []
         conn: sa.Connection | None = None
+        ahead = False
         try:
             conn = store.engine.connect()
             with conn.begin():
                 pending: list[dict[str, Any]] = []
-                tx: StoreTx | None = None
+                # The batch's own statements first: its limit on lock waits, and the runs
+                # its changes say they lock, locked and read in one round trip.
+                tx = StoreTx(conn, postgres=True, pending_events=pending)
+                tx.limit_lock_waits(self.LOCK_TIMEOUT_MS)
+                ahead = True
+                tx.lock_ahead(wanted_by((fn, args) for fn, args, _, _, _ in batch))
+                ahead = False
                 for fn, args, _, _, _ in batch:
                     tx = StoreTx(conn, postgres=True, pending_events=pending, follows=tx)
-                    if not outcomes:
-                        tx.limit_lock_waits(self.LOCK_TIMEOUT_MS)
                     try:
                         outcomes.append((_OK, fn(tx, *args)))
                     except Exception as err:
@@ -284,7 +308,6 @@ class PgWriters:
                         )
                         continue
                     txs.append(tx)
-                assert tx is not None
                 tx.write_pending_events()
                 tx.limit_lock_waits(0)  # the commit's wait for the NOTIFY lock is no deadlock
                 channels = set().union(*(t.wakeups for t in txs))
@@ -298,7 +321,7 @@ class PgWriters:
                     conn.invalidate()
             # The change that was running (a held-back write that failed is blamed on the
             # change whose read or commit sent it).
-            raise _BatchFailed(min(len(outcomes), len(batch) - 1)) from err
+            raise _BatchFailed(_AHEAD if ahead else min(len(outcomes), len(batch) - 1)) from err
         finally:
             if conn is not None:
                 with contextlib.suppress(Exception):

@@ -14,15 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+from .ahead import Ahead, Wanted, reads_for, take_results
 from .queries import (
     DELETE_TIMER,
     DELETE_TIMERS_OF_RUN,
     DUE_TIMERS,
     FIRST_TIMERS,
     GET_TIMER,
-    GET_WFT,
     INSERT_TIMER,
-    LOCK_EXEC,
     NEXT_TIMER_AT,
     TIMED_OUT_ACTS,
     TIMED_OUT_WFTS,
@@ -33,15 +32,11 @@ from .queries import (
 
 Row = Any
 
-#: A run locked ahead by :meth:`TimerQueries.due_work`: its row, its workflow task row and
-#: the rows of the timers asked for (by id; None where another host took one).
-Prefetched = tuple[Row | None, Row | None, dict[int, Row | None]]
-
 
 class _Tx(Protocol):
     postgres: bool
     _prefetched_timer: tuple[int, Row | None] | None
-    _prefetched_runs: dict[str, Prefetched]
+    _prefetched_runs: dict[str, Ahead]
 
     def _q(self, q: Q, params: Any = None) -> Any: ...
 
@@ -56,7 +51,7 @@ class TimerQueries:
     """The statements of ``dn_timers`` and of the deadline scans."""
 
     _prefetched_timer: tuple[int, Row | None] | None
-    _prefetched_runs: dict[str, Prefetched]
+    _prefetched_runs: dict[str, Ahead]
 
     def insert_timer(
         self: _Tx, run_id: str, kind: str, ref: int, attempt: int, fire_at: float, data: str | None
@@ -120,21 +115,11 @@ class TimerQueries:
         if not self.postgres:
             timers, wfts, acts = (self._q(q, p).fetchall() for q, p in reads)
             return timers, wfts, acts
-        runs: dict[str, list[int]] = {}
-        for timer_id, run_id in sorted(expected, key=lambda e: (e[1], e[0])):
-            # Locked in run id order, the order every host takes them in here.
-            runs.setdefault(run_id, []).append(timer_id)
-        for run_id, timer_ids in runs.items():
-            reads += [(LOCK_EXEC, {"run_id": run_id}), (GET_WFT, {"run_id": run_id})]
-            reads += [(GET_TIMER, {"id": t}) for t in timer_ids]
-        found = self._q_many(*reads)
-        i = 3
-        for run_id, timer_ids in runs.items():
-            row, wft = found[i], found[i + 1]
-            timer_rows = found[i + 2 : i + 2 + len(timer_ids)]
-            got = {t: (r[0] if r else None) for t, r in zip(timer_ids, timer_rows, strict=True)}
-            self._prefetched_runs[run_id] = (row[0] if row else None, wft[0] if wft else None, got)
-            i += 2 + len(timer_ids)
+        runs: dict[str, Wanted] = {}
+        for timer_id, run_id in sorted(expected):
+            runs.setdefault(run_id, Wanted()).timers.append(timer_id)
+        found = self._q_many(*reads, *reads_for(runs))
+        take_results(runs, found[3:], self._prefetched_runs)
         return found[0], found[1], found[2]
 
     def next_timers(self: _Tx, limit: int) -> tuple[float | None, Sequence[Row]]:

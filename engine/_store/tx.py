@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from .._json import compact_dumps
 from .._json import loads as json_loads
 from ..exceptions import StoreError
+from .ahead import Ahead, AheadQueries, usable
 from .namespaces import NamespaceQueries
 from .queries import (
     _EXEC_COLS,
@@ -78,7 +79,7 @@ from .rows import SqliteRow, _Cursor
 from .rows import column as column
 from .schedules import ScheduleQueries
 from .schema import EXEC_RUNNING, WFT_SCHEDULED
-from .timers import Prefetched, TimerQueries
+from .timers import TimerQueries
 from .visibility import VisibilityQueries
 
 JsonDict = dict[str, Any]
@@ -113,7 +114,7 @@ class _RunsAlone(StoreError):
     it out and runs it alone (``engine._store.pg_writer``)."""
 
 
-class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries):
+class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries, AheadQueries):
     """One open transaction. Methods run SQL on it; wake-up channels are collected.
 
     A read-only one (``read_only``, from ``Store.read``) sees one snapshot of what was
@@ -169,8 +170,9 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         #: PostgreSQL: a timer row read the same way, for the next :meth:`take_timer` of
         #: that timer: ``(timer id, row)``.
         self._prefetched_timer: tuple[int, Row | None] | None = None
-        #: PostgreSQL: runs locked ahead by :meth:`due_work`, until each one's first lock.
-        self._prefetched_runs: dict[str, Prefetched] = {}
+        #: PostgreSQL: runs locked ahead (``engine._store.ahead``), until each one's first
+        #: lock. Changes batched together share them.
+        self._prefetched_runs: dict[str, Ahead] = {}
         #: A held transaction (``engine._store.held``): the runs it has locked and changed,
         #: as their rows now stand (run id -> (execution row, workflow task row or None)),
         #: so that the change that follows locks them without a read; and writes held back
@@ -207,6 +209,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
             self._begun = follows._begun
             self._inherited = len(follows._deferred or ())
             self.known_runs = follows.known_runs
+            self._prefetched_runs = follows._prefetched_runs
 
     def _q(self, q: Q, params: Any = None) -> _Cursor:
         """Run a statement whose result (rows, ``rowcount``) the caller reads."""
@@ -341,7 +344,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         """Read a run and lock it for this transaction (every change to a run starts here)."""
         self._prefetched_timer = None
         if self._prefetched_runs and run_id in self._prefetched_runs:
-            return self._prefetched_runs.pop(run_id)[0]
+            return self._prefetched_runs.pop(run_id).row
         return self._one(LOCK_EXEC, {"run_id": run_id})
 
     def lock_execution_and_workflow_task(
@@ -361,11 +364,15 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         self._prefetched_timer = None  # held for the take right after a lock only
         if self.known_runs and activity is None and timer is None and run_id in self.known_runs:
             return self.known_runs[run_id]
-        held = self._prefetched_runs.pop(run_id, None) if self._prefetched_runs else None
-        if held is not None and activity is None and (timer is None or timer in held[2]):
+        ahead = self._prefetched_runs.pop(run_id, None) if self._prefetched_runs else None
+        if ahead is not None and usable(ahead, activity, timer):
             if timer is not None:
-                self._prefetched_timer = (timer, held[2][timer])
-            return (held[0], held[1]) if held[0] is not None else (None, None)
+                self._prefetched_timer = (timer, ahead.timers[timer])
+            if ahead.row is None:
+                return None, None
+            if activity is not None:
+                self._prefetched_act = (run_id, activity, ahead.activities[activity])
+            return ahead.row, ahead.wft
         if self.postgres:
             reads: list[tuple[Q, Any]] = [
                 (LOCK_EXEC, {"run_id": run_id}),

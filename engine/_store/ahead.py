@@ -1,0 +1,139 @@
+"""PostgreSQL: runs locked and read ahead, several in one round trip.
+
+Every change to a run begins by locking the run's row and reading it with its workflow
+task (``StoreTx.lock_execution_and_workflow_task``), which on PostgreSQL is a round trip of
+its own. A transaction that knows beforehand which runs it will lock can lock and read
+them all in one pipeline instead, in run id order, and let each run's first lock take what
+was read. Two do:
+
+- the timer loop's firing pass, for the runs of the timers it expects to be due
+  (``TimerQueries.due_work``, which sends these reads with its own);
+- a batch of the PostgreSQL writers (``engine._store.pg_writer``), for the runs its changes
+  say they lock (``operation(locks=...)``): a batch of twenty changes then waits for one
+  round trip where it waited for twenty, while holding the locks of those before.
+
+What was read stays true until the run's first lock in the transaction takes it, because
+every change to a run's rows locks the run first: nothing in this transaction changed them
+before that lock. Later locks of the same run read again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Protocol
+
+from .queries import GET_ACT_LOCK, GET_TIMER, GET_WFT, LOCK_EXEC, Q
+
+Row = Any
+
+#: What a change locks first, named before it runs: (run id, the scheduled event id of the
+#: activity whose row it reads with the run, or None).
+RunLock = tuple[str, int | None]
+
+
+@dataclass
+class Ahead:
+    """A run locked ahead: its row (None: no such run), its workflow task row, and the rows
+    of the timers (by id) and activities (by scheduled event id) read with it (None where
+    the row is gone)."""
+
+    row: Row | None
+    wft: Row | None
+    timers: dict[int, Row | None] = field(default_factory=dict)
+    activities: dict[int, Row | None] = field(default_factory=dict)
+
+
+@dataclass
+class Wanted:
+    """What to read with a run locked ahead: timer ids, activities' scheduled event ids."""
+
+    timers: list[int] = field(default_factory=list)
+    activities: list[int] = field(default_factory=list)
+
+
+def reads_for(runs: Mapping[str, Wanted]) -> list[tuple[Q, Any]]:
+    """The statements locking and reading ``runs``, in run id order (the order every
+    transaction that locks several runs ahead takes them in)."""
+    reads: list[tuple[Q, Any]] = []
+    for run_id in sorted(runs):
+        wanted = runs[run_id]
+        reads += [(LOCK_EXEC, {"run_id": run_id}), (GET_WFT, {"run_id": run_id})]
+        reads += [(GET_TIMER, {"id": t}) for t in wanted.timers]
+        reads += [(GET_ACT_LOCK, {"run_id": run_id, "sched": a}) for a in wanted.activities]
+    return reads
+
+
+def take_results(
+    runs: Mapping[str, Wanted], found: list[list[Row]], into: dict[str, Ahead]
+) -> None:
+    """Put what :func:`reads_for` read (its rows, ``found``, in its order) in ``into``."""
+    i = 0
+    for run_id in sorted(runs):
+        wanted = runs[run_id]
+        row, wft = found[i], found[i + 1]
+        i += 2
+        ahead = Ahead(row[0] if row else None, wft[0] if wft else None)
+        for t in wanted.timers:
+            ahead.timers[t] = found[i][0] if found[i] else None
+            i += 1
+        for a in wanted.activities:
+            ahead.activities[a] = found[i][0] if found[i] else None
+            i += 1
+        into[run_id] = ahead
+
+
+def lock_hint(fn: Callable[..., Any]) -> Callable[..., Iterable[RunLock]] | None:
+    """The function naming what a change locks, given to ``operation(locks=...)``, behind
+    a transaction function as the store gets it (the operation's function bound to its
+    service, possibly through ``functools.partial``); None for any other function."""
+    target: Any = fn.func if isinstance(fn, partial) else fn
+    target = getattr(target, "__func__", target)
+    hint = getattr(target, "lock_hint", None)
+    return hint if callable(hint) else None
+
+
+def wanted_by(jobs: Iterable[tuple[Callable[..., Any], tuple[Any, ...]]]) -> dict[str, Wanted]:
+    """The runs (and activity rows) the changes ``jobs`` (function, arguments) say they
+    lock. A change whose hint fails names nothing (it locks as it runs)."""
+    runs: dict[str, Wanted] = {}
+    for fn, args in jobs:
+        hint = lock_hint(fn)
+        if hint is None:
+            continue
+        try:
+            locks = list(hint(*args))
+        except Exception:  # a hint is an optimisation: the change still runs
+            continue
+        for run_id, activity in locks:
+            wanted = runs.setdefault(run_id, Wanted())
+            if activity is not None and activity not in wanted.activities:
+                wanted.activities.append(activity)
+    return runs
+
+
+def usable(ahead: Ahead, activity: int | None, timer: int | None) -> bool:
+    """Whether ``ahead`` holds what a lock asking for ``activity`` and ``timer`` reads."""
+    return (activity is None or activity in ahead.activities) and (
+        timer is None or timer in ahead.timers
+    )
+
+
+class _Tx(Protocol):
+    postgres: bool
+    _prefetched_runs: dict[str, Ahead]
+
+    def _q_many(self, *statements: tuple[Q, Any]) -> list[list[Row]]: ...
+
+
+class AheadQueries:
+    """``StoreTx.lock_ahead``."""
+
+    def lock_ahead(self: _Tx, runs: Mapping[str, Wanted]) -> None:
+        """PostgreSQL: lock and read ``runs`` now, in one round trip, for their first
+        locks in this transaction (nothing on SQLite, whose transactions hold the write
+        lock from their start and read locally)."""
+        if not self.postgres or not runs:
+            return
+        take_results(runs, self._q_many(*reads_for(runs)), self._prefetched_runs)

@@ -1,0 +1,247 @@
+"""Runs locked ahead (``engine._store.ahead``): a PostgreSQL batch locks and reads the runs
+its changes name in one round trip; each run's first lock takes what was read, a later
+lock of the same run reads again; a lock ahead that waits too long sends the changes that
+named runs back to the queue, and the others commit meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+import psycopg
+import pytest
+
+from engine import Client, Worker, activity, workflow
+from engine._store import tx as tx_module
+from engine._store.ahead import lock_hint, wanted_by
+from engine._store.queries import LOCK_EXEC
+from engine._store.tx import StoreTx
+
+from .batching import one_batch
+
+
+@activity.defn
+async def never_run(x: int) -> int:  # completed by the test, not by a worker
+    return x
+
+
+@workflow.defn
+class OneActivity:
+    @workflow.run
+    async def run(self, queue: str) -> int:
+        return await workflow.execute_activity(
+            never_run, 1, task_queue=queue, start_to_close_timeout=timedelta(seconds=60)
+        )
+
+
+@workflow.defn
+class Idle:
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: False)
+
+
+def _plain(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+def _runs_locked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every run id a ``LOCK_EXEC`` statement was sent for, in order."""
+    sent: list[str] = []
+    execute = tx_module._execute
+
+    def spy(cur: Any, sql: str, params: Any) -> None:
+        if sql == LOCK_EXEC.pg:
+            sent.append(params["run_id"])
+        execute(cur, sql, params)
+
+    monkeypatch.setattr(tx_module, "_execute", spy)
+    return sent
+
+
+def _named(tx: StoreTx, run_id: str) -> tuple[int, int]:
+    """Lock a run (as every change to it begins); its next event id and task state."""
+    row, wft = tx.lock_execution_and_workflow_task(run_id)
+    assert row is not None and wft is not None
+    return int(row.next_event_id), int(wft.state)
+
+
+_named.lock_hint = lambda run_id: [(run_id, None)]  # type: ignore[attr-defined]
+
+
+async def _started_runs(client: Client, n: int) -> list[str]:
+    """``n`` runs, each with a workflow task scheduled (no worker runs them)."""
+    runs = []
+    for _ in range(n):
+        handle = await client.start_workflow(
+            Idle.run, id=f"ahead-{uuid.uuid4().hex[:8]}", task_queue="nobody-polls"
+        )
+        assert handle.result_run_id is not None
+        runs.append(handle.result_run_id)
+    return runs
+
+
+def test_the_hint_is_found_behind_bound_methods_and_partials() -> None:
+    class Ops:
+        def change(self, tx: StoreTx, run_id: str) -> None: ...
+
+    Ops.change.lock_hint = lambda run_id: [(run_id, 7)]  # type: ignore[attr-defined]
+    ops = Ops()
+    assert lock_hint(ops.change) is not None
+    assert lock_hint(partial(Ops.change, ops)) is not None
+    assert lock_hint(lambda tx: None) is None
+    # Every run named once, with each activity asked for; a hint that fails names nothing.
+    broken = partial(Ops.change, ops)
+    wanted = wanted_by(
+        [(ops.change, ("r2",)), (ops.change, ("r1",)), (ops.change, ("r2",)), (broken, ())]
+    )
+    assert sorted(wanted) == ["r1", "r2"]
+    assert wanted["r2"].activities == [7]
+
+
+async def test_a_batch_locks_the_runs_its_changes_name_in_one_round_trip(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = await Client.connect(pg_url)
+    try:
+        runs = await _started_runs(client, 4)
+        locked = _runs_locked(monkeypatch)
+        pipelines: list[int] = []
+        q_many = StoreTx._q_many
+
+        def count(self: StoreTx, *statements: Any) -> Any:
+            pipelines.append(len(statements))
+            return q_many(self, *statements)
+
+        monkeypatch.setattr(StoreTx, "_q_many", count)
+        results = await one_batch(client, [client.store.transaction(_named, r) for r in runs])
+        fresh = await client.store.read(
+            lambda tx: [(tx.get_execution(r), tx.get_workflow_task(r)) for r in runs]
+        )
+        # What each change read ahead is what the runs hold.
+        assert results == [(int(row.next_event_id), int(wft.state)) for row, wft in fresh]
+        # Each run locked once, all in one pipeline, in run id order; no change read again.
+        assert locked == sorted(runs)
+        assert pipelines == [2 * len(runs)]
+    finally:
+        await client.close()
+
+
+async def test_a_second_change_to_a_run_in_the_batch_reads_what_the_first_wrote(
+    pg_url: str,
+) -> None:
+    client = await Client.connect(pg_url)
+    try:
+        (run_id,) = await _started_runs(client, 1)
+
+        def bump(tx: StoreTx, run_id: str) -> int:
+            got, _ = _named(tx, run_id)
+            tx.update_execution(run_id, next_event_id=got + 10)
+            return got
+
+        bump.lock_hint = _named.lock_hint  # type: ignore[attr-defined]
+        first, second = await one_batch(
+            client, [client.store.transaction(bump, run_id) for _ in range(2)]
+        )
+        assert second == first + 10
+    finally:
+        await client.close()
+
+
+async def test_activity_outcomes_batched_together_lock_their_runs_ahead(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three activities' results recorded in one batch: their runs and activity rows are
+    read ahead, each outcome uses what was read, and the workflows complete."""
+    client = await Client.connect(pg_url)
+    queue = "acts-" + uuid.uuid4().hex[:6]
+    try:
+        async with Worker(client, task_queue="ahead-wf", workflows=[OneActivity]):
+            handles = [
+                await client.start_workflow(
+                    OneActivity.run,
+                    queue,
+                    id=f"ahead-{uuid.uuid4().hex[:8]}",
+                    task_queue="ahead-wf",
+                )
+                for _ in range(3)
+            ]
+            tasks: list[Any] = []
+            for _ in range(500):
+                tasks += await client.service.poll_activity_tasks("default", queue, "test", 10)
+                if len(tasks) == 3:
+                    break
+                await asyncio.sleep(0.01)
+            assert len(tasks) == 3
+            served: list[tuple[str, int, bool]] = []
+            lock = StoreTx.lock_execution_and_workflow_task
+
+            def spy(self: StoreTx, run_id: str, activity: int | None = None, *a: Any) -> Any:
+                if activity is not None:
+                    served.append((run_id, activity, run_id in self._prefetched_runs))
+                return lock(self, run_id, activity, *a)
+
+            monkeypatch.setattr(StoreTx, "lock_execution_and_workflow_task", spy)
+            payload = client.data_converter.to_payloads_json([41])
+            results = await one_batch(
+                client, [client.service.complete_activity(t, payload) for t in tasks]
+            )
+            assert results == [None, None, None]
+            assert sorted(served) == sorted((t.run_id, t.scheduled_event_id, True) for t in tasks)
+            assert [await asyncio.wait_for(h.result(), 30) for h in handles] == [41, 41, 41]
+    finally:
+        await client.close()
+
+
+async def test_a_lock_ahead_that_waits_too_long_sends_the_named_changes_back(
+    pg_url: str,
+) -> None:
+    """Another connection holds one of the runs. The batch's lock ahead gives up its wait;
+    the change that named no run commits at once, the named ones run alone: the one on a
+    free run commits while the lock is held, the other once it is released."""
+    client = await Client.connect(pg_url)
+    try:
+        free, held = await _started_runs(client, 2)
+        holder = await asyncio.to_thread(psycopg.connect, _plain(pg_url))
+        try:
+            await asyncio.to_thread(
+                holder.execute, "SELECT 1 FROM dn_executions WHERE run_id = %s FOR UPDATE", (held,)
+            )
+            released = threading.Event()
+            marks = [f"ns-{uuid.uuid4().hex[:8]}" for _ in range(3)]
+
+            def unnamed(tx: StoreTx, mark: str) -> bool:
+                tx.insert_namespace(mark, 60.0, 0.0)
+                return released.is_set()
+
+            def named(tx: StoreTx, run_id: str, mark: str) -> bool:
+                _named(tx, run_id)
+                tx.insert_namespace(mark, 60.0, 0.0)
+                return released.is_set()
+
+            named.lock_hint = lambda run_id, mark: [(run_id, None)]  # type: ignore[attr-defined]
+            calls = [
+                client.store.transaction(named, held, marks[0]),
+                client.store.transaction(unnamed, marks[1]),
+                client.store.transaction(named, free, marks[2]),
+            ]
+            batch = asyncio.ensure_future(one_batch(client, calls))
+            for _ in range(1000):  # the two that need no held lock commit
+                found = await client.store.read(lambda tx: [tx.get_namespace(m) for m in marks])
+                if found[1] is not None and found[2] is not None:
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                raise AssertionError("the changes beside the held run did not commit")
+            assert found[0] is None and not batch.done()  # the one on the held run waits
+            released.set()
+            await asyncio.to_thread(holder.rollback)
+            assert await batch == [True, False, False]
+        finally:
+            await asyncio.to_thread(holder.close)
+    finally:
+        await client.close()
