@@ -13,7 +13,7 @@ from .._ids import random_uuid
 from .._json import loads as json_loads
 from .._model import commands as cmd
 from .._model.events import HistoryEvent
-from .._store.ahead import RunLock
+from .._store.ahead import RunLock, Wanted
 from .._store.gateway import Store
 from .._store.schema import (
     UPDATE_ACCEPTED,
@@ -136,7 +136,10 @@ class WorkflowTaskOps(ChildOps):
                     args=json_loads(q.args),
                 )
             )
-        for run_id in tx.next_workflow_tasks(namespace, task_queue, now, limit) if limit else ():
+        found = tx.next_workflow_tasks(namespace, task_queue, now, limit) if limit else ()
+        # Their runs and histories (from what the worker holds) in one round trip.
+        tx.lock_ahead({run_id: Wanted(history_from=cached.get(run_id, 1)) for run_id in found})
+        for run_id in found:
             rs = RunState.lock(tx, run_id, now)
             wft = rs.workflow_task() if rs is not None else None
             if rs is None or wft is None or wft.state != WFT_SCHEDULED:

@@ -4,17 +4,21 @@ Every change to a run begins by locking the run's row and reading it with its wo
 task (``StoreTx.lock_execution_and_workflow_task``), which on PostgreSQL is a round trip of
 its own. A transaction that knows beforehand which runs it will lock can lock and read
 them all in one pipeline instead, in run id order, and let each run's first lock take what
-was read. Two do:
+was read. Three do:
 
 - the timer loop's firing pass, for the runs of the timers it expects to be due
   (``TimerQueries.due_work``, which sends these reads with its own);
 - a batch of the PostgreSQL writers (``engine._store.pg_writer``), for the runs its changes
   say they lock (``operation(locks=...)``): a batch of twenty changes then waits for one
-  round trip where it waited for twenty, while holding the locks of those before.
+  round trip where it waited for twenty, while holding the locks of those before;
+- a poll of workflow tasks, for the runs of the tasks it claimed, with their histories
+  from the event the worker needs on (one round trip where there were two per task).
 
 What was read stays true until the run's first lock in the transaction takes it, because
-every change to a run's rows locks the run first: nothing in this transaction changed them
-before that lock. Later locks of the same run read again.
+a change locks a run before it writes the run's rows: nothing in this transaction changed
+them before that lock. Later locks of the same run read again. Claiming an activity is the
+exception (it locks the activity's row, not the run): any write to a run's rows therefore
+drops what was read ahead of that run (``StoreTx._forget_ahead``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from .queries import GET_ACT_LOCK, GET_TIMER, GET_WFT, LOCK_EXEC, Q
+from .queries import GET_ACT_LOCK, GET_TIMER, GET_WFT, LOCK_EXEC, READ_EVENTS, Q
 
 Row = Any
 
@@ -47,10 +51,12 @@ class Ahead:
 
 @dataclass
 class Wanted:
-    """What to read with a run locked ahead: timer ids, activities' scheduled event ids."""
+    """What to read with a run locked ahead: timer ids, activities' scheduled event ids,
+    and the history from an event id on (None: none of it)."""
 
     timers: list[int] = field(default_factory=list)
     activities: list[int] = field(default_factory=list)
+    history_from: int | None = None
 
 
 def reads_for(runs: Mapping[str, Wanted]) -> list[tuple[Q, Any]]:
@@ -62,13 +68,19 @@ def reads_for(runs: Mapping[str, Wanted]) -> list[tuple[Q, Any]]:
         reads += [(LOCK_EXEC, {"run_id": run_id}), (GET_WFT, {"run_id": run_id})]
         reads += [(GET_TIMER, {"id": t}) for t in wanted.timers]
         reads += [(GET_ACT_LOCK, {"run_id": run_id, "sched": a}) for a in wanted.activities]
+        if wanted.history_from is not None:
+            reads.append((READ_EVENTS, {"run_id": run_id, "first": wanted.history_from}))
     return reads
 
 
 def take_results(
-    runs: Mapping[str, Wanted], found: list[list[Row]], into: dict[str, Ahead]
+    runs: Mapping[str, Wanted],
+    found: list[list[Row]],
+    into: dict[str, Ahead],
+    histories: dict[str, tuple[int, list[Row]]] | None = None,
 ) -> None:
-    """Put what :func:`reads_for` read (its rows, ``found``, in its order) in ``into``."""
+    """Put what :func:`reads_for` read (its rows, ``found``, in its order) in ``into``,
+    and the histories asked for in ``histories`` (run id -> first event id, rows)."""
     i = 0
     for run_id in sorted(runs):
         wanted = runs[run_id]
@@ -80,6 +92,10 @@ def take_results(
             i += 1
         for a in wanted.activities:
             ahead.activities[a] = found[i][0] if found[i] else None
+            i += 1
+        if wanted.history_from is not None:
+            if histories is not None:
+                histories[run_id] = (wanted.history_from, found[i])
             i += 1
         into[run_id] = ahead
 
@@ -123,8 +139,11 @@ def usable(ahead: Ahead, activity: int | None, timer: int | None) -> bool:
 class _Tx(Protocol):
     postgres: bool
     _prefetched_runs: dict[str, Ahead]
+    _ahead_history: dict[str, tuple[int, list[Row]]]
 
     def _q_many(self, *statements: tuple[Q, Any]) -> list[list[Row]]: ...
+
+    def write_pending_events(self) -> None: ...
 
 
 class AheadQueries:
@@ -133,7 +152,12 @@ class AheadQueries:
     def lock_ahead(self: _Tx, runs: Mapping[str, Wanted]) -> None:
         """PostgreSQL: lock and read ``runs`` now, in one round trip, for their first
         locks in this transaction (nothing on SQLite, whose transactions hold the write
-        lock from their start and read locally)."""
+        lock from their start and read locally). A history asked for is kept for this
+        change's next ``read_events`` of that run from that event id."""
         if not self.postgres or not runs:
             return
-        take_results(runs, self._q_many(*reads_for(runs)), self._prefetched_runs)
+        if any(w.history_from is not None for w in runs.values()):
+            # The history rows the changes before this one wrote behind go first.
+            self.write_pending_events()
+        found = self._q_many(*reads_for(runs))
+        take_results(runs, found, self._prefetched_runs, self._ahead_history)

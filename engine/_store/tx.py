@@ -173,6 +173,9 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         #: PostgreSQL: runs locked ahead (``engine._store.ahead``), until each one's first
         #: lock. Changes batched together share them.
         self._prefetched_runs: dict[str, Ahead] = {}
+        #: PostgreSQL: histories read with runs locked ahead, for this change's next read
+        #: of each: run id -> (first event id, rows from it).
+        self._ahead_history: dict[str, tuple[int, list[Row]]] = {}
         #: A held transaction (``engine._store.held``): the runs it has locked and changed,
         #: as their rows now stand (run id -> (execution row, workflow task row or None)),
         #: so that the change that follows locks them without a read; and writes held back
@@ -340,6 +343,13 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         """Insert a run."""
         self._insert("dn_executions", values)
 
+    def _forget_ahead(self, run_id: str) -> None:
+        """A row of the run is written: what was read of it ahead is no longer sure (a
+        change locks a run before it writes it, which takes that already, but claiming an
+        activity writes the activity's row without locking the run)."""
+        if self._prefetched_runs:
+            self._prefetched_runs.pop(run_id, None)
+
     def lock_execution(self, run_id: str) -> Row | None:
         """Read a run and lock it for this transaction (every change to a run starts here)."""
         self._prefetched_timer = None
@@ -437,6 +447,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
 
     def update_execution(self, run_id: str, **values: Any) -> None:
         """Update columns of a run."""
+        self._forget_ahead(run_id)
         if self.known_runs is not None:
             self.known_runs.pop(run_id, None)
             earlier = self._take_deferred(_UPDATE_EXEC, "w_run_id", run_id)
@@ -535,6 +546,10 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         self, run_id: str, first_event_id: int = 1, last_event_id: int | None = None
     ) -> Sequence[Row]:
         """Events of a run from ``first_event_id`` (to ``last_event_id``), in order."""
+        ahead = self._ahead_history.pop(run_id, None) if self._ahead_history else None
+        if ahead is not None and ahead[0] == first_event_id and last_event_id is not None:
+            # Read with the run's lock: nothing but this change has written to it since.
+            return [r for r in ahead[1] if r.event_id <= last_event_id]
         self.write_pending_events()
         if last_event_id is None:
             return self._q(READ_EVENTS, {"run_id": run_id, "first": first_event_id}).fetchall()
@@ -599,18 +614,21 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
 
     def insert_workflow_task(self, **values: Any) -> None:
         """Schedule a workflow task (at most one per run)."""
+        self._forget_ahead(values["run_id"])
         if self.known_runs is not None:
             self.known_runs.pop(values["run_id"], None)
         self._insert("dn_workflow_tasks", values)
 
     def update_workflow_task(self, run_id: str, **values: Any) -> None:
         """Change a run's workflow task."""
+        self._forget_ahead(run_id)
         if self.known_runs is not None:
             self.known_runs.pop(run_id, None)
         self._update("dn_workflow_tasks", {"run_id": run_id}, values)
 
     def delete_workflow_task(self, run_id: str) -> None:
         """Remove a run's workflow task."""
+        self._forget_ahead(run_id)
         if self.known_runs is not None:
             self.known_runs.pop(run_id, None)
             # A held transaction that inserted the row (a task started and completed in
@@ -660,6 +678,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
     def insert_activity_task(self, **values: Any) -> None:
         """Add a pending activity."""
         self._prefetched_act = None
+        self._forget_ahead(values["run_id"])
         self._insert("dn_activity_tasks", values)
 
     def get_activity_task(self, run_id: str, scheduled_event_id: int) -> Row | None:
@@ -674,8 +693,9 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         return self._q(ACTS_OF_RUN, {"run_id": run_id}).fetchall()
 
     def update_activity_task(self, run_id: str, scheduled_event_id: int, **values: Any) -> None:
-        """Change a pending activity."""
+        """Change a pending activity (claiming one does, without locking its run)."""
         self._prefetched_act = None
+        self._forget_ahead(run_id)
         self._update(
             "dn_activity_tasks",
             {"run_id": run_id, "scheduled_event_id": scheduled_event_id},
@@ -685,6 +705,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
     def delete_activity_task(self, run_id: str, scheduled_event_id: int) -> None:
         """Remove a pending activity."""
         self._prefetched_act = None
+        self._forget_ahead(run_id)
         self._w(DELETE_ACT, {"run_id": run_id, "sched": scheduled_event_id})
 
     def leftovers_of_run(self, run_id: str) -> tuple[bool, bool, bool]:
@@ -696,6 +717,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
     def delete_activity_tasks_of_run(self, run_id: str) -> None:
         """Remove every pending activity of a run."""
         self._prefetched_act = None
+        self._forget_ahead(run_id)
         self._w(DELETE_ACTS_OF_RUN, {"run_id": run_id})
 
     def next_activity_tasks(

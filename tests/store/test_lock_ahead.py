@@ -245,3 +245,84 @@ async def test_a_lock_ahead_that_waits_too_long_sends_the_named_changes_back(
             await asyncio.to_thread(holder.close)
     finally:
         await client.close()
+
+
+async def test_a_poll_reads_the_runs_and_histories_of_its_tasks_in_one_round_trip(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A poll that claims several workflow tasks locks their runs and reads their histories
+    together; each task carries its run's whole history, as a read of it afterwards."""
+    client = await Client.connect(pg_url)
+    try:
+        runs = await _started_runs(client, 3)
+        for run_id in runs:  # more history than the start wrote
+            await client.get_workflow_handle(
+                (await client.store.read(lambda tx, r=run_id: tx.get_execution(r))).workflow_id
+            ).signal("nudge", "x")
+        pipelines: list[int] = []
+        q_many = StoreTx._q_many
+
+        def count(self: StoreTx, *statements: Any) -> Any:
+            pipelines.append(len(statements))
+            return q_many(self, *statements)
+
+        monkeypatch.setattr(StoreTx, "_q_many", count)
+        tasks = await client.service.poll_workflow_tasks("default", "nobody-polls", "test", {}, 10)
+        monkeypatch.undo()
+        assert sorted(t.run_id for t in tasks) == sorted(runs)
+        assert pipelines == [3 * len(runs)]  # lock, task row, history: each run, at once
+        for task in tasks:
+            stored = (await client.get_workflow_handle(task.workflow_id).fetch_history()).events
+            assert [(e.event_id, e.event_type) for e in task.events] == [
+                (e.event_id, e.event_type) for e in stored
+            ]
+            assert [e.event_type for e in task.events] == [
+                "WorkflowExecutionStarted",
+                "WorkflowTaskScheduled",
+                "WorkflowExecutionSignaled",
+                "WorkflowTaskStarted",
+            ]
+    finally:
+        await client.close()
+
+
+async def test_an_activity_row_written_without_its_runs_lock_is_read_again(
+    pg_url: str,
+) -> None:
+    """Claiming an activity writes its row without locking its run. In a batch where a
+    change claims it after the runs were locked ahead, a later change reads the row as the
+    claim left it, not as it was read ahead."""
+    client = await Client.connect(pg_url)
+    queue = "acts-" + uuid.uuid4().hex[:6]
+    try:
+        async with Worker(client, task_queue="ahead-wf", workflows=[OneActivity]):
+            handle = await client.start_workflow(
+                OneActivity.run, queue, id=f"ahead-{uuid.uuid4().hex[:8]}", task_queue="ahead-wf"
+            )
+            for _ in range(500):
+                events = (await handle.fetch_history()).events
+                scheduled = [e for e in events if e.event_type == "ActivityTaskScheduled"]
+                if scheduled:
+                    break
+                await asyncio.sleep(0.01)
+            run_id, sched = handle.result_run_id, scheduled[0].event_id
+            assert run_id is not None
+
+        def reads_identity(tx: StoreTx, run_id: str, sched: int) -> str | None:
+            tx.lock_execution_and_workflow_task(run_id, sched)
+            act = tx.get_activity_task(run_id, sched)
+            assert act is not None
+            return act.identity
+
+        reads_identity.lock_hint = lambda run_id, sched: [(run_id, sched)]  # type: ignore[attr-defined]
+        claimed, identity = await one_batch(
+            client,
+            [
+                client.service.poll_activity_tasks("default", queue, "claimer", 10),
+                client.store.transaction(reads_identity, run_id, sched),
+            ],
+        )
+        assert len(claimed) == 1
+        assert identity == "claimer"
+    finally:
+        await client.close()
