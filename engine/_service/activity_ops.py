@@ -39,7 +39,7 @@ _OUTCOMES: dict[str, Callable[[RunState, Row, Any], None]] = {
 
 def _attempt_locks(task: ActivityTask, *_: Any, **__: Any) -> tuple[RunLock, ...]:
     """An attempt's outcome locks its run and reads the activity's row with it."""
-    return ((task.run_id, task.scheduled_event_id),)
+    return (RunLock(task.run_id, task.scheduled_event_id),)
 
 
 class ActivityOps:

@@ -88,9 +88,21 @@ class Completion:
     next_task: WorkflowTask | None = None
 
 
-def _task_locks(task: WorkflowTask, *_: Any, **__: Any) -> tuple[RunLock, ...]:
-    """A workflow task's completion locks its run (and reads its task row with it)."""
-    return ((task.run_id, None),)
+#: The commands that close a run.
+_CLOSING = (
+    cmd.CompleteWorkflowExecution,
+    cmd.FailWorkflowExecution,
+    cmd.CancelWorkflowExecution,
+    cmd.ContinueAsNewWorkflowExecution,
+)
+
+
+def _task_locks(
+    task: WorkflowTask, commands: Sequence[cmd.Command] = (), *_: Any, **__: Any
+) -> tuple[RunLock, ...]:
+    """A workflow task's completion locks its run (and reads its task row with it); one
+    that closes the run reads what the run leaves pending too."""
+    return (RunLock(task.run_id, closes=any(isinstance(c, _CLOSING) for c in commands)),)
 
 
 class WorkflowTaskOps(ChildOps):

@@ -26,15 +26,29 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from .queries import GET_ACT_LOCK, GET_TIMER, GET_WFT, LOCK_EXEC, READ_EVENTS, Q
+from .queries import (
+    GET_ACT_LOCK,
+    GET_TIMER,
+    GET_WFT,
+    LEFTOVERS_OF_RUN,
+    LOCK_EXEC,
+    READ_EVENTS,
+    Q,
+)
 
 Row = Any
 
-#: What a change locks first, named before it runs: (run id, the scheduled event id of the
-#: activity whose row it reads with the run, or None).
-RunLock = tuple[str, int | None]
+
+class RunLock(NamedTuple):
+    """A run a change locks first, named before it runs (``operation(locks=...)``)."""
+
+    run_id: str
+    #: The scheduled event id of the activity whose row the change reads with the run.
+    activity: int | None = None
+    #: Whether the change may close the run (its close reads what the run leaves pending).
+    closes: bool = False
 
 
 @dataclass
@@ -57,6 +71,8 @@ class Wanted:
     timers: list[int] = field(default_factory=list)
     activities: list[int] = field(default_factory=list)
     history_from: int | None = None
+    #: Whether to read what the run leaves pending were it to close (``leftovers_of_run``).
+    leftovers: bool = False
 
 
 def reads_for(runs: Mapping[str, Wanted]) -> list[tuple[Q, Any]]:
@@ -70,6 +86,8 @@ def reads_for(runs: Mapping[str, Wanted]) -> list[tuple[Q, Any]]:
         reads += [(GET_ACT_LOCK, {"run_id": run_id, "sched": a}) for a in wanted.activities]
         if wanted.history_from is not None:
             reads.append((READ_EVENTS, {"run_id": run_id, "first": wanted.history_from}))
+        if wanted.leftovers:
+            reads.append((LEFTOVERS_OF_RUN, {"run_id": run_id}))
     return reads
 
 
@@ -78,9 +96,11 @@ def take_results(
     found: list[list[Row]],
     into: dict[str, Ahead],
     histories: dict[str, tuple[int, list[Row]]] | None = None,
+    leftovers: dict[str, tuple[bool, bool, bool]] | None = None,
 ) -> None:
     """Put what :func:`reads_for` read (its rows, ``found``, in its order) in ``into``,
-    and the histories asked for in ``histories`` (run id -> first event id, rows)."""
+    the histories asked for in ``histories`` (run id -> first event id, rows) and what
+    the runs leave pending in ``leftovers``."""
     i = 0
     for run_id in sorted(runs):
         wanted = runs[run_id]
@@ -96,6 +116,11 @@ def take_results(
         if wanted.history_from is not None:
             if histories is not None:
                 histories[run_id] = (wanted.history_from, found[i])
+            i += 1
+        if wanted.leftovers:
+            if leftovers is not None:
+                pending = found[i][0]
+                leftovers[run_id] = (bool(pending[0]), bool(pending[1]), bool(pending[2]))
             i += 1
         into[run_id] = ahead
 
@@ -122,10 +147,11 @@ def wanted_by(jobs: Iterable[tuple[Callable[..., Any], tuple[Any, ...]]]) -> dic
             locks = list(hint(*args))
         except Exception:  # a hint is an optimisation: the change still runs
             continue
-        for run_id, activity in locks:
+        for run_id, activity, closes in (RunLock(*lock) for lock in locks):
             wanted = runs.setdefault(run_id, Wanted())
             if activity is not None and activity not in wanted.activities:
                 wanted.activities.append(activity)
+            wanted.leftovers |= closes
     return runs
 
 
@@ -140,6 +166,7 @@ class _Tx(Protocol):
     postgres: bool
     _prefetched_runs: dict[str, Ahead]
     _ahead_history: dict[str, tuple[int, list[Row]]]
+    _ahead_leftovers: dict[str, tuple[bool, bool, bool]]
 
     def _q_many(self, *statements: tuple[Q, Any]) -> list[list[Row]]: ...
 
@@ -160,4 +187,4 @@ class AheadQueries:
             # The history rows the changes before this one wrote behind go first.
             self.write_pending_events()
         found = self._q_many(*reads_for(runs))
-        take_results(runs, found, self._prefetched_runs, self._ahead_history)
+        take_results(runs, found, self._prefetched_runs, self._ahead_history, self._ahead_leftovers)

@@ -46,6 +46,8 @@ class _Tx(Protocol):
 
     def _one(self, q: Q, params: Any) -> Row | None: ...
 
+    def forget_leftovers(self, run_id: str) -> None: ...
+
 
 class TimerQueries:
     """The statements of ``dn_timers`` and of the deadline scans."""
@@ -57,6 +59,7 @@ class TimerQueries:
         self: _Tx, run_id: str, kind: str, ref: int, attempt: int, fire_at: float, data: str | None
     ) -> None:
         """Add a durable timer."""
+        self.forget_leftovers(run_id)
         self._w(
             INSERT_TIMER,
             {

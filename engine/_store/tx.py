@@ -176,6 +176,9 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         #: PostgreSQL: histories read with runs locked ahead, for this change's next read
         #: of each: run id -> (first event id, rows from it).
         self._ahead_history: dict[str, tuple[int, list[Row]]] = {}
+        #: PostgreSQL: what runs locked ahead leave pending (``leftovers_of_run``), until
+        #: a row is added to it. Changes batched together share them.
+        self._ahead_leftovers: dict[str, tuple[bool, bool, bool]] = {}
         #: A held transaction (``engine._store.held``): the runs it has locked and changed,
         #: as their rows now stand (run id -> (execution row, workflow task row or None)),
         #: so that the change that follows locks them without a read; and writes held back
@@ -213,6 +216,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
             self._inherited = len(follows._deferred or ())
             self.known_runs = follows.known_runs
             self._prefetched_runs = follows._prefetched_runs
+            self._ahead_leftovers = follows._ahead_leftovers
 
     def _q(self, q: Q, params: Any = None) -> _Cursor:
         """Run a statement whose result (rows, ``rowcount``) the caller reads."""
@@ -341,7 +345,16 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
 
     def insert_execution(self, **values: Any) -> None:
         """Insert a run."""
+        parent = values.get("parent_run_id")
+        if parent is not None:
+            self.forget_leftovers(parent)
         self._insert("dn_executions", values)
+
+    def forget_leftovers(self, run_id: str) -> None:
+        """This transaction adds an activity, timer or child to the run: what was read
+        ahead of what it leaves pending no longer holds."""
+        if self._ahead_leftovers:
+            self._ahead_leftovers.pop(run_id, None)
 
     def _forget_ahead(self, run_id: str) -> None:
         """A row of the run is written: what was read of it ahead is no longer sure (a
@@ -679,6 +692,7 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         """Add a pending activity."""
         self._prefetched_act = None
         self._forget_ahead(values["run_id"])
+        self.forget_leftovers(values["run_id"])
         self._insert("dn_activity_tasks", values)
 
     def get_activity_task(self, run_id: str, scheduled_event_id: int) -> Row | None:
@@ -709,7 +723,11 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         self._w(DELETE_ACT, {"run_id": run_id, "sched": scheduled_event_id})
 
     def leftovers_of_run(self, run_id: str) -> tuple[bool, bool, bool]:
-        """Whether a run has pending activities, timers, open child runs (one read)."""
+        """Whether a run has pending activities, timers, open child runs (one read, or
+        none where it was read with the run locked ahead)."""
+        ahead = self._ahead_leftovers.pop(run_id, None) if self._ahead_leftovers else None
+        if ahead is not None:
+            return ahead
         row = self._q(LEFTOVERS_OF_RUN, {"run_id": run_id}).fetchone()
         assert row is not None  # EXISTS always gives a row
         return bool(row[0]), bool(row[1]), bool(row[2])

@@ -17,8 +17,8 @@ import pytest
 
 from engine import Client, Worker, activity, workflow
 from engine._store import tx as tx_module
-from engine._store.ahead import lock_hint, wanted_by
-from engine._store.queries import LOCK_EXEC
+from engine._store.ahead import RunLock, lock_hint, wanted_by
+from engine._store.queries import LEFTOVERS_OF_RUN, LOCK_EXEC
 from engine._store.tx import StoreTx
 
 from .batching import one_batch
@@ -324,5 +324,45 @@ async def test_an_activity_row_written_without_its_runs_lock_is_read_again(
         )
         assert len(claimed) == 1
         assert identity == "claimer"
+    finally:
+        await client.close()
+
+
+async def test_a_closing_change_reads_what_its_run_leaves_pending_ahead(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change that says it may close its run has what the run leaves pending (activities,
+    timers, open children) read with the lock ahead; one that adds a timer to the run
+    first reads it again, and sees the timer."""
+    client = await Client.connect(pg_url)
+    try:
+        runs = await _started_runs(client, 2)
+
+        def closing(tx: StoreTx, run_id: str, add_timer: bool) -> tuple[bool, bool, bool]:
+            tx.lock_execution_and_workflow_task(run_id)
+            if add_timer:
+                tx.insert_timer(run_id, "user", 1, 1, 1e12, None)
+            return tx.leftovers_of_run(run_id)
+
+        closing.lock_hint = lambda run_id, _: [RunLock(run_id, closes=True)]  # type: ignore[attr-defined]
+        sent: list[str] = []
+        execute = tx_module._execute
+
+        def spy(cur: Any, sql: str, params: Any) -> None:
+            if sql == LEFTOVERS_OF_RUN.pg:
+                sent.append(params["run_id"])
+            execute(cur, sql, params)
+
+        monkeypatch.setattr(tx_module, "_execute", spy)
+        results = await one_batch(
+            client,
+            [
+                client.store.transaction(closing, runs[0], False),
+                client.store.transaction(closing, runs[1], True),
+            ],
+        )
+        assert results == [(False, False, False), (False, True, False)]
+        # Both read ahead, in run id order; the one with a new timer read again.
+        assert sent == [*sorted(runs), runs[1]]
     finally:
         await client.close()
