@@ -28,15 +28,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple, Protocol
 
-from .queries import (
-    GET_ACT_LOCK,
-    GET_TIMER,
-    GET_WFT,
-    LEFTOVERS_OF_RUN,
-    LOCK_EXEC,
-    READ_EVENTS,
-    Q,
-)
+from .queries import _ACT_COLS, _EXEC_COLS, _TIMER_COLS, _WFT_COLS, Q
+from .schema import EXEC_RUNNING
 
 Row = Any
 
@@ -75,19 +68,56 @@ class Wanted:
     leftovers: bool = False
 
 
+#: The statements of a lock ahead, each for every run at once (PostgreSQL only): a run's
+#: row is locked before anything joined to it is read, in run id order; what is read after
+#: the lock statement is as the runs' last lock holders left it.
+_LOCK_RUNS = Q(
+    f"SELECT {_EXEC_COLS} FROM dn_executions WHERE run_id = ANY(:runs) ORDER BY run_id FOR UPDATE"
+)
+_GET_WFTS = Q(f"SELECT {_WFT_COLS} FROM dn_workflow_tasks WHERE run_id = ANY(:runs)")
+_GET_TIMERS = Q(f"SELECT {_TIMER_COLS} FROM dn_timers WHERE id = ANY(:ids)")
+_ACT_KEYS = "unnest(CAST(:runs AS text[]), CAST(:scheds AS bigint[])) AS k(r, s)"
+_LOCK_ACTS = Q(
+    f"SELECT a.{_ACT_COLS.replace(', ', ', a.')} FROM dn_activity_tasks a JOIN {_ACT_KEYS} "
+    "ON a.run_id = k.r AND a.scheduled_event_id = k.s "
+    "ORDER BY a.run_id, a.scheduled_event_id FOR UPDATE OF a"
+)
+_HISTORIES = Q(
+    "SELECT h.event_id, h.event_time, h.event_type, h.attributes, h.extra, h.run_id "
+    "FROM dn_history_events h "
+    "JOIN unnest(CAST(:runs AS text[]), CAST(:firsts AS bigint[])) AS k(r, f) "
+    "ON h.run_id = k.r AND h.event_id >= k.f ORDER BY h.run_id, h.event_id"
+)
+_LEFTOVERS = Q(
+    "SELECT k.r AS run_id, "
+    "EXISTS (SELECT 1 FROM dn_activity_tasks WHERE run_id = k.r) AS activities, "
+    "EXISTS (SELECT 1 FROM dn_timers WHERE run_id = k.r) AS timers, "
+    "EXISTS (SELECT 1 FROM dn_executions WHERE parent_run_id = k.r "
+    f"AND status = {EXEC_RUNNING}) AS children "
+    "FROM unnest(CAST(:runs AS text[])) AS k(r)"
+)
+
+
 def reads_for(runs: Mapping[str, Wanted]) -> list[tuple[Q, Any]]:
-    """The statements locking and reading ``runs``, in run id order (the order every
-    transaction that locks several runs ahead takes them in)."""
-    reads: list[tuple[Q, Any]] = []
-    for run_id in sorted(runs):
-        wanted = runs[run_id]
-        reads += [(LOCK_EXEC, {"run_id": run_id}), (GET_WFT, {"run_id": run_id})]
-        reads += [(GET_TIMER, {"id": t}) for t in wanted.timers]
-        reads += [(GET_ACT_LOCK, {"run_id": run_id, "sched": a}) for a in wanted.activities]
-        if wanted.history_from is not None:
-            reads.append((READ_EVENTS, {"run_id": run_id, "first": wanted.history_from}))
-        if wanted.leftovers:
-            reads.append((LEFTOVERS_OF_RUN, {"run_id": run_id}))
+    """The statements locking and reading ``runs``: a few, whatever their number (the lock
+    first, in run id order, the order every lock ahead takes them in)."""
+    if not runs:
+        return []
+    ids = sorted(runs)
+    reads: list[tuple[Q, Any]] = [(_LOCK_RUNS, {"runs": ids}), (_GET_WFTS, {"runs": ids})]
+    timers = [t for r in ids for t in runs[r].timers]
+    if timers:
+        reads.append((_GET_TIMERS, {"ids": timers}))
+    acts = [(r, a) for r in ids for a in runs[r].activities]
+    if acts:
+        reads.append((_LOCK_ACTS, {"runs": [r for r, _ in acts], "scheds": [a for _, a in acts]}))
+    first = {r: w.history_from for r, w in runs.items() if w.history_from is not None}
+    if first:
+        keys = sorted(first)
+        reads.append((_HISTORIES, {"runs": keys, "firsts": [first[r] for r in keys]}))
+    closing = [r for r in ids if runs[r].leftovers]
+    if closing:
+        reads.append((_LEFTOVERS, {"runs": closing}))
     return reads
 
 
@@ -101,27 +131,36 @@ def take_results(
     """Put what :func:`reads_for` read (its rows, ``found``, in its order) in ``into``,
     the histories asked for in ``histories`` (run id -> first event id, rows) and what
     the runs leave pending in ``leftovers``."""
-    i = 0
-    for run_id in sorted(runs):
-        wanted = runs[run_id]
-        row, wft = found[i], found[i + 1]
-        i += 2
-        ahead = Ahead(row[0] if row else None, wft[0] if wft else None)
-        for t in wanted.timers:
-            ahead.timers[t] = found[i][0] if found[i] else None
-            i += 1
-        for a in wanted.activities:
-            ahead.activities[a] = found[i][0] if found[i] else None
-            i += 1
-        if wanted.history_from is not None:
-            if histories is not None:
-                histories[run_id] = (wanted.history_from, found[i])
-            i += 1
-        if wanted.leftovers:
-            if leftovers is not None:
-                pending = found[i][0]
-                leftovers[run_id] = (bool(pending[0]), bool(pending[1]), bool(pending[2]))
-            i += 1
+    if not runs:
+        return
+    rows = {str(r.run_id): r for r in found[0]}
+    wfts = {str(r.run_id): r for r in found[1]}
+    i = 2
+    timers: dict[int, Row] = {}
+    if any(w.timers for w in runs.values()):
+        timers = {int(r.id): r for r in found[i]}
+        i += 1
+    acts: dict[tuple[str, int], Row] = {}
+    if any(w.activities for w in runs.values()):
+        acts = {(str(r.run_id), int(r.scheduled_event_id)): r for r in found[i]}
+        i += 1
+    events: dict[str, list[Row]] = {}
+    if any(w.history_from is not None for w in runs.values()):
+        for r in found[i]:
+            events.setdefault(str(r.run_id), []).append(r)
+        i += 1
+    pending: dict[str, Row] = {}
+    if any(w.leftovers for w in runs.values()):
+        pending = {str(r.run_id): r for r in found[i]}
+    for run_id, wanted in runs.items():
+        ahead = Ahead(rows.get(run_id), wfts.get(run_id))
+        ahead.timers = {t: timers.get(t) for t in wanted.timers}
+        ahead.activities = {a: acts.get((run_id, a)) for a in wanted.activities}
+        if wanted.history_from is not None and histories is not None:
+            histories[run_id] = (wanted.history_from, events.get(run_id, []))
+        if run_id in pending and leftovers is not None:
+            p = pending[run_id]
+            leftovers[run_id] = (bool(p.activities), bool(p.timers), bool(p.children))
         into[run_id] = ahead
 
 

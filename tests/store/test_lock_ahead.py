@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from engine import Client, Worker, activity, workflow
+from engine._store import ahead
 from engine._store import tx as tx_module
 from engine._store.ahead import RunLock, lock_hint, wanted_by
 from engine._store.queries import LEFTOVERS_OF_RUN, LOCK_EXEC
@@ -57,6 +58,8 @@ def _runs_locked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     def spy(cur: Any, sql: str, params: Any) -> None:
         if sql == LOCK_EXEC.pg:
             sent.append(params["run_id"])
+        elif sql == ahead._LOCK_RUNS.pg:
+            sent.extend(params["runs"])
         execute(cur, sql, params)
 
     monkeypatch.setattr(tx_module, "_execute", spy)
@@ -124,9 +127,9 @@ async def test_a_batch_locks_the_runs_its_changes_name_in_one_round_trip(
         )
         # What each change read ahead is what the runs hold.
         assert results == [(int(row.next_event_id), int(wft.state)) for row, wft in fresh]
-        # Each run locked once, all in one pipeline, in run id order; no change read again.
+        # Each run locked once, by one statement, in run id order; no change read again.
         assert locked == sorted(runs)
-        assert pipelines == [2 * len(runs)]
+        assert pipelines == [2]  # the runs, their tasks
     finally:
         await client.close()
 
@@ -270,7 +273,7 @@ async def test_a_poll_reads_the_runs_and_histories_of_its_tasks_in_one_round_tri
         tasks = await client.service.poll_workflow_tasks("default", "nobody-polls", "test", {}, 10)
         monkeypatch.undo()
         assert sorted(t.run_id for t in tasks) == sorted(runs)
-        assert pipelines == [3 * len(runs)]  # lock, task row, history: each run, at once
+        assert pipelines == [3]  # the runs, their tasks, their histories: all at once
         for task in tasks:
             stored = (await client.get_workflow_handle(task.workflow_id).fetch_history()).events
             assert [(e.event_id, e.event_type) for e in task.events] == [
@@ -351,6 +354,8 @@ async def test_a_closing_change_reads_what_its_run_leaves_pending_ahead(
         def spy(cur: Any, sql: str, params: Any) -> None:
             if sql == LEFTOVERS_OF_RUN.pg:
                 sent.append(params["run_id"])
+            elif sql == ahead._LEFTOVERS.pg:
+                sent.extend(params["runs"])
             execute(cur, sql, params)
 
         monkeypatch.setattr(tx_module, "_execute", spy)
