@@ -26,7 +26,7 @@ from functools import partial
 from types import MethodType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
-from .._store.ahead import RunLock
+from .._store.ahead import LatestRun, RunLock
 from ..exceptions import StoreConflictError
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def operation(
     *,
     read: bool = False,
     conflict_retries: int = 0,
-    locks: Callable[..., Iterable[RunLock]] | None = None,
+    locks: Callable[..., Iterable[RunLock | LatestRun]] | None = None,
 ) -> Callable[[TxFunction[S, P, R]], Method[S, P, R]]: ...
 
 
@@ -80,17 +80,18 @@ def operation(
     *,
     read: bool = False,
     conflict_retries: int = 0,
-    locks: Callable[..., Iterable[RunLock]] | None = None,
+    locks: Callable[..., Iterable[RunLock | LatestRun]] | None = None,
 ) -> Any:
     """The coroutine method running ``fn(self, tx, *args)`` in one store transaction.
 
     ``read=True``: a read (``Store.read``). ``conflict_retries``: run the transaction
     again, up to that many times, when it fails with :class:`StoreConflictError` (another
-    process's change won a race; the next run sees it). ``locks(*args)``: the runs the
-    change locks first, as (run id, scheduled event id of an activity it reads with the
-    run, or None), known before it runs: a batch of changes on PostgreSQL locks and reads
-    them all in one round trip (``engine._store.ahead``). A hint only: the change locks
-    what it locks whatever it says.
+    process's change won a race; the next run sees it). ``locks(*args)``: what the change
+    locks first, known before it runs: runs (:class:`RunLock`: a run id, the scheduled
+    event id of an activity read with it, whether the change may close it) and workflow
+    ids whose latest run it locks (:class:`LatestRun`, a start). A batch of changes on
+    PostgreSQL locks and reads them all in one round trip (``engine._store.ahead``). A
+    hint only: the change locks what it locks whatever it says.
     """
     if fn is None:
         return lambda f: _make(f, read, conflict_retries, locks)
@@ -101,7 +102,7 @@ def _make(
     fn: Callable[..., Any],
     read: bool,
     conflict_retries: int,
-    locks: Callable[..., Iterable[RunLock]] | None = None,
+    locks: Callable[..., Iterable[RunLock | LatestRun]] | None = None,
 ) -> Callable[..., Any]:
     if locks is not None:
         fn.lock_hint = locks  # type: ignore[attr-defined]  # read by ahead.lock_hint

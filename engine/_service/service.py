@@ -22,6 +22,7 @@ from .._json import compact_dumps
 from .._json import loads as json_loads
 from .._model.cron import cron_backoff
 from .._model.events import HistoryEvent
+from .._store.ahead import LatestRun
 from .._store.gateway import Store
 from .._store.schema import DEFAULT_RETENTION_SECONDS, WFT_STARTED
 from .._store.tx import Row, StoreTx
@@ -69,6 +70,11 @@ S = WorkflowExecutionStatus
 _dumps = compact_dumps()
 
 
+def _start_locks(req: StartWorkflowRequest, *_: Any, **__: Any) -> tuple[LatestRun, ...]:
+    """A start locks the latest run of its workflow id (its conflict and reuse checks)."""
+    return (LatestRun(req.namespace, req.workflow_id),)
+
+
 class Service(
     WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps, NamespaceOps, ScheduleOps
 ):
@@ -89,7 +95,7 @@ class Service(
 
     # Another start of the same workflow id may win the race (PostgreSQL): run again, now
     # seeing its run, so the id policies decide as usual.
-    @operation(conflict_retries=2)
+    @operation(conflict_retries=2, locks=_start_locks)
     def start_workflow(
         self, tx: StoreTx, req: StartWorkflowRequest, eager: Reservation | None = None
     ) -> StartWorkflowResult:

@@ -23,7 +23,7 @@ drops what was read ahead of that run (``StoreTx._forget_ahead``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple, Protocol
@@ -42,6 +42,14 @@ class RunLock(NamedTuple):
     activity: int | None = None
     #: Whether the change may close the run (its close reads what the run leaves pending).
     closes: bool = False
+
+
+class LatestRun(NamedTuple):
+    """A workflow id whose latest run a change locks first (a start: ``find_latest_run``),
+    named before it runs."""
+
+    namespace: str
+    workflow_id: str
 
 
 @dataclass
@@ -88,6 +96,11 @@ _HISTORIES = Q(
     "JOIN unnest(CAST(:runs AS text[]), CAST(:firsts AS bigint[])) AS k(r, f) "
     "ON h.run_id = k.r AND h.event_id >= k.f ORDER BY h.run_id, h.event_id"
 )
+_LATEST_RUNS = Q(
+    "SELECT l.* FROM unnest(CAST(:nss AS text[]), CAST(:wids AS text[])) AS k(n, w) "
+    f"CROSS JOIN LATERAL (SELECT {_EXEC_COLS} FROM dn_executions "
+    "WHERE namespace = k.n AND workflow_id = k.w ORDER BY start_time DESC LIMIT 1 FOR UPDATE) l"
+)
 _LEFTOVERS = Q(
     "SELECT k.r AS run_id, "
     "EXISTS (SELECT 1 FROM dn_activity_tasks WHERE run_id = k.r) AS activities, "
@@ -98,13 +111,20 @@ _LEFTOVERS = Q(
 )
 
 
-def reads_for(runs: Mapping[str, Wanted]) -> list[tuple[Q, Any]]:
-    """The statements locking and reading ``runs``: a few, whatever their number (the lock
-    first, in run id order, the order every lock ahead takes them in)."""
+def reads_for(
+    runs: Mapping[str, Wanted], latest: Collection[tuple[str, str]] = ()
+) -> list[tuple[Q, Any]]:
+    """The statements locking and reading ``runs`` (and the latest runs of the workflow
+    ids ``latest``): a few, whatever their number (the runs first, in run id order, the
+    order every lock ahead takes them in)."""
+    reads: list[tuple[Q, Any]] = []
+    if latest:
+        keys = sorted(latest)
+        reads.append((_LATEST_RUNS, {"nss": [n for n, _ in keys], "wids": [w for _, w in keys]}))
     if not runs:
-        return []
+        return reads
     ids = sorted(runs)
-    reads: list[tuple[Q, Any]] = [(_LOCK_RUNS, {"runs": ids}), (_GET_WFTS, {"runs": ids})]
+    reads += [(_LOCK_RUNS, {"runs": ids}), (_GET_WFTS, {"runs": ids})]
     timers = [t for r in ids for t in runs[r].timers]
     if timers:
         reads.append((_GET_TIMERS, {"ids": timers}))
@@ -113,8 +133,8 @@ def reads_for(runs: Mapping[str, Wanted]) -> list[tuple[Q, Any]]:
         reads.append((_LOCK_ACTS, {"runs": [r for r, _ in acts], "scheds": [a for _, a in acts]}))
     first = {r: w.history_from for r, w in runs.items() if w.history_from is not None}
     if first:
-        keys = sorted(first)
-        reads.append((_HISTORIES, {"runs": keys, "firsts": [first[r] for r in keys]}))
+        order = sorted(first)
+        reads.append((_HISTORIES, {"runs": order, "firsts": [first[r] for r in order]}))
     closing = [r for r in ids if runs[r].leftovers]
     if closing:
         reads.append((_LEFTOVERS, {"runs": closing}))
@@ -127,10 +147,18 @@ def take_results(
     into: dict[str, Ahead],
     histories: dict[str, tuple[int, list[Row]]] | None = None,
     leftovers: dict[str, tuple[bool, bool, bool]] | None = None,
+    latest: Collection[tuple[str, str]] = (),
+    latest_into: dict[tuple[str, str], Row | None] | None = None,
 ) -> None:
     """Put what :func:`reads_for` read (its rows, ``found``, in its order) in ``into``,
-    the histories asked for in ``histories`` (run id -> first event id, rows) and what
-    the runs leave pending in ``leftovers``."""
+    the histories asked for in ``histories`` (run id -> first event id, rows), what the
+    runs leave pending in ``leftovers`` and the latest runs in ``latest_into``."""
+    if latest:
+        got = {(str(r.namespace), str(r.workflow_id)): r for r in found[0]}
+        found = found[1:]
+        if latest_into is not None:
+            for key in latest:
+                latest_into[key] = got.get(key)
     if not runs:
         return
     rows = {str(r.run_id): r for r in found[0]}
@@ -164,7 +192,7 @@ def take_results(
         into[run_id] = ahead
 
 
-def lock_hint(fn: Callable[..., Any]) -> Callable[..., Iterable[RunLock]] | None:
+def lock_hint(fn: Callable[..., Any]) -> Callable[..., Iterable[RunLock | LatestRun]] | None:
     """The function naming what a change locks, given to ``operation(locks=...)``, behind
     a transaction function as the store gets it (the operation's function bound to its
     service, possibly through ``functools.partial``); None for any other function."""
@@ -174,9 +202,13 @@ def lock_hint(fn: Callable[..., Any]) -> Callable[..., Iterable[RunLock]] | None
     return hint if callable(hint) else None
 
 
-def wanted_by(jobs: Iterable[tuple[Callable[..., Any], tuple[Any, ...]]]) -> dict[str, Wanted]:
+def wanted_by(
+    jobs: Iterable[tuple[Callable[..., Any], tuple[Any, ...]]],
+    latest: set[tuple[str, str]] | None = None,
+) -> dict[str, Wanted]:
     """The runs (and activity rows) the changes ``jobs`` (function, arguments) say they
-    lock. A change whose hint fails names nothing (it locks as it runs)."""
+    lock; the workflow ids whose latest runs they lock are added to ``latest``. A change
+    whose hint fails names nothing (it locks as it runs)."""
     runs: dict[str, Wanted] = {}
     for fn, args in jobs:
         hint = lock_hint(fn)
@@ -186,7 +218,12 @@ def wanted_by(jobs: Iterable[tuple[Callable[..., Any], tuple[Any, ...]]]) -> dic
             locks = list(hint(*args))
         except Exception:  # a hint is an optimisation: the change still runs
             continue
-        for run_id, activity, closes in (RunLock(*lock) for lock in locks):
+        for lock in locks:
+            if isinstance(lock, LatestRun):
+                if latest is not None:
+                    latest.add((lock.namespace, lock.workflow_id))
+                continue
+            run_id, activity, closes = RunLock(*lock)
             wanted = runs.setdefault(run_id, Wanted())
             if activity is not None and activity not in wanted.activities:
                 wanted.activities.append(activity)
@@ -206,6 +243,8 @@ class _Tx(Protocol):
     _prefetched_runs: dict[str, Ahead]
     _ahead_history: dict[str, tuple[int, list[Row]]]
     _ahead_leftovers: dict[str, tuple[bool, bool, bool]]
+    _ahead_latest: dict[tuple[str, str], Row | None]
+    _ahead_latest_runs: dict[str, tuple[str, str]]
 
     def _q_many(self, *statements: tuple[Q, Any]) -> list[list[Row]]: ...
 
@@ -215,15 +254,30 @@ class _Tx(Protocol):
 class AheadQueries:
     """``StoreTx.lock_ahead``."""
 
-    def lock_ahead(self: _Tx, runs: Mapping[str, Wanted]) -> None:
+    def lock_ahead(
+        self: _Tx, runs: Mapping[str, Wanted], latest: Collection[tuple[str, str]] = ()
+    ) -> None:
         """PostgreSQL: lock and read ``runs`` now, in one round trip, for their first
         locks in this transaction (nothing on SQLite, whose transactions hold the write
-        lock from their start and read locally). A history asked for is kept for this
-        change's next ``read_events`` of that run from that event id."""
-        if not self.postgres or not runs:
+        lock from their start and read locally), and the latest runs of the workflow ids
+        ``latest`` (namespace, workflow id) for their first ``find_latest_run``. A history
+        asked for is kept for this change's next ``read_events`` of that run from that
+        event id."""
+        if not self.postgres or not (runs or latest):
             return
         if any(w.history_from is not None for w in runs.values()):
             # The history rows the changes before this one wrote behind go first.
             self.write_pending_events()
-        found = self._q_many(*reads_for(runs))
-        take_results(runs, found, self._prefetched_runs, self._ahead_history, self._ahead_leftovers)
+        found = self._q_many(*reads_for(runs, latest))
+        take_results(
+            runs,
+            found,
+            self._prefetched_runs,
+            self._ahead_history,
+            self._ahead_leftovers,
+            latest,
+            self._ahead_latest,
+        )
+        for key, row in self._ahead_latest.items():
+            if row is not None:
+                self._ahead_latest_runs[str(row.run_id)] = key

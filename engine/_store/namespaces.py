@@ -95,6 +95,8 @@ class _Tx(Protocol):
 
     def _one(self, q: Q, params: Any) -> Row | None: ...
 
+    def _forget_ahead(self, run_id: str) -> None: ...
+
 
 class NamespaceQueries:
     """Namespace rows, and deleting the runs retention is over for."""
@@ -171,6 +173,8 @@ class NamespaceQueries:
         locked: list[str] = []
         for params in _chunks(sorted(set(run_ids))):
             locked += [str(r[0]) for r in self._q(_LOCK_CLOSED, params).fetchall()]
+        for run_id in locked:  # nothing read ahead of them holds any more
+            self._forget_ahead(run_id)
         for params in _chunks(locked):
             for table in RUN_TABLES:
                 self._w(_delete_runs(table), params)

@@ -294,7 +294,9 @@ class PgWriters:
                 tx = StoreTx(conn, postgres=True, pending_events=pending)
                 tx.limit_lock_waits(self.LOCK_TIMEOUT_MS)
                 ahead = True
-                tx.lock_ahead(wanted_by((fn, args) for fn, args, _, _, _ in batch))
+                latest: set[tuple[str, str]] = set()
+                runs = wanted_by(((fn, args) for fn, args, _, _, _ in batch), latest)
+                tx.lock_ahead(runs, latest)
                 ahead = False
                 for fn, args, _, _, _ in batch:
                     tx = StoreTx(conn, postgres=True, pending_events=pending, follows=tx)

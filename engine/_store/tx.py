@@ -179,6 +179,10 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         #: PostgreSQL: what runs locked ahead leave pending (``leftovers_of_run``), until
         #: a row is added to it. Changes batched together share them.
         self._ahead_leftovers: dict[str, tuple[bool, bool, bool]] = {}
+        #: PostgreSQL: the latest runs of workflow ids, locked ahead for a start, by
+        #: (namespace, workflow id), and the key of each by its run id. Shared by a batch.
+        self._ahead_latest: dict[tuple[str, str], Row | None] = {}
+        self._ahead_latest_runs: dict[str, tuple[str, str]] = {}
         #: A held transaction (``engine._store.held``): the runs it has locked and changed,
         #: as their rows now stand (run id -> (execution row, workflow task row or None)),
         #: so that the change that follows locks them without a read; and writes held back
@@ -217,6 +221,8 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
             self.known_runs = follows.known_runs
             self._prefetched_runs = follows._prefetched_runs
             self._ahead_leftovers = follows._ahead_leftovers
+            self._ahead_latest = follows._ahead_latest
+            self._ahead_latest_runs = follows._ahead_latest_runs
 
     def _q(self, q: Q, params: Any = None) -> _Cursor:
         """Run a statement whose result (rows, ``rowcount``) the caller reads."""
@@ -348,6 +354,8 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         parent = values.get("parent_run_id")
         if parent is not None:
             self.forget_leftovers(parent)
+        if self._ahead_latest:  # a new latest run of its workflow id
+            self._ahead_latest.pop((values["namespace"], values["workflow_id"]), None)
         self._insert("dn_executions", values)
 
     def forget_leftovers(self, run_id: str) -> None:
@@ -362,6 +370,10 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         activity writes the activity's row without locking the run)."""
         if self._prefetched_runs:
             self._prefetched_runs.pop(run_id, None)
+        if self._ahead_latest_runs:
+            key = self._ahead_latest_runs.pop(run_id, None)
+            if key is not None:
+                self._ahead_latest.pop(key, None)
 
     def lock_execution(self, run_id: str) -> Row | None:
         """Read a run and lock it for this transaction (every change to a run starts here)."""
@@ -439,6 +451,11 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         An open run, if there is one, is always the latest: a new run starts only after
         the previous one closed.
         """
+        if lock and self._ahead_latest and (namespace, workflow_id) in self._ahead_latest:
+            row = self._ahead_latest.pop((namespace, workflow_id))
+            if row is not None:
+                self._ahead_latest_runs.pop(str(row.run_id), None)
+            return row
         return self._one(
             LATEST_RUN_LOCK if lock else LATEST_RUN, {"ns": namespace, "wid": workflow_id}
         )

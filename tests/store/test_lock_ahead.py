@@ -371,3 +371,78 @@ async def test_a_closing_change_reads_what_its_run_leaves_pending_ahead(
         assert sent == [*sorted(runs), runs[1]]
     finally:
         await client.close()
+
+
+def _latest_served(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """Each locking ``find_latest_run``: (workflow id, whether it took what was read ahead)."""
+    served: list[tuple[str, bool]] = []
+    find = StoreTx.find_latest_run
+
+    def spy(self: StoreTx, namespace: str, workflow_id: str, *, lock: bool = False) -> Any:
+        if lock:
+            served.append((workflow_id, (namespace, workflow_id) in self._ahead_latest))
+        return find(self, namespace, workflow_id, lock=lock)
+
+    monkeypatch.setattr(StoreTx, "find_latest_run", spy)
+    return served
+
+
+async def test_starts_batched_together_read_their_workflow_ids_latest_runs_ahead(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Starts of new workflow ids, of one whose run closed, and a second start of an id
+    started earlier in the same batch: the first ones take what was read ahead; the second
+    start of an id reads again, sees the run the first one started, and is refused."""
+    client = await Client.connect(pg_url)
+    try:
+        closed = f"ahead-{uuid.uuid4().hex[:8]}"
+        old = await client.start_workflow(Idle.run, id=closed, task_queue="nobody-polls")
+        await old.terminate("make room")
+        served = _latest_served(monkeypatch)
+        fresh = [f"ahead-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+        results = await one_batch(
+            client,
+            [
+                client.start_workflow(Idle.run, id=fresh[0], task_queue="nobody-polls"),
+                client.start_workflow(Idle.run, id=closed, task_queue="nobody-polls"),
+                client.start_workflow(Idle.run, id=fresh[1], task_queue="nobody-polls"),
+                client.start_workflow(Idle.run, id=fresh[0], task_queue="nobody-polls"),
+            ],
+        )
+        assert [type(r).__name__ for r in results] == [
+            "WorkflowHandle",
+            "WorkflowHandle",
+            "WorkflowHandle",
+            "WorkflowAlreadyStartedError",
+        ]
+        assert served == [(fresh[0], True), (closed, True), (fresh[1], True), (fresh[0], False)]
+        again = await client.get_workflow_handle(closed).describe()
+        assert again.run_id != old.result_run_id and again.status.name == "RUNNING"
+    finally:
+        await client.close()
+
+
+async def test_a_start_after_its_workflow_ids_run_closed_in_the_same_batch(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The latest run of an id is terminated, then the id started again, in one batch: the
+    start does not take the run read ahead (open then), reads again and starts a new run."""
+    client = await Client.connect(pg_url)
+    try:
+        wid = f"ahead-{uuid.uuid4().hex[:8]}"
+        first = await client.start_workflow(Idle.run, id=wid, task_queue="nobody-polls")
+        served = _latest_served(monkeypatch)
+        terminated, second = await one_batch(
+            client,
+            [
+                first.terminate("again"),
+                client.start_workflow(Idle.run, id=wid, task_queue="nobody-polls"),
+            ],
+        )
+        assert terminated is None
+        assert second.result_run_id != first.result_run_id
+        assert (wid, False) in served  # read again
+        was = client.get_workflow_handle(wid, run_id=first.result_run_id)
+        assert (await was.describe()).status.name == "TERMINATED"
+    finally:
+        await client.close()
