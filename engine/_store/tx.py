@@ -18,16 +18,14 @@ from .._json import compact_dumps
 from .._json import loads as json_loads
 from ..exceptions import StoreError
 from .ahead import Ahead, AheadQueries, usable
+from .messages import MessageQueries
 from .namespaces import NamespaceQueries
 from .queries import (
     _EXEC_COLS,
     _N_EXEC_COLS,
     _WFT_NAMES,
-    ABANDON_UPDATES,
     ACT_BUSY,
     ACTS_OF_RUN,
-    ANSWER_QUERY,
-    ATTEMPTS_OF_RUN,
     BUFFER_EVENT,
     CLAIM_REQUEST,
     CLOSE_EVENT,
@@ -35,22 +33,14 @@ from .queries import (
     DELETE_ACTS_OF_RUN,
     DELETE_BUFFERED,
     DELETE_BUFFERED_ONE,
-    DELETE_QUERY,
     DELETE_WFT,
-    END_ATTEMPT,
     EVENTS_OF_TYPE,
-    FIND_UPDATE,
-    FIND_UPDATE_BY_ID,
     FIRST_EVENT,
     GET_ACT_LOCK,
     GET_EXEC,
-    GET_QUERY,
     GET_TIMER,
-    GET_UPDATE,
     GET_WFT,
     INSERT_EVENT,
-    INSERT_QUERY,
-    INSERT_UPDATE,
     LAST_EVENT,
     LATEST_RUN,
     LATEST_RUN_LOCK,
@@ -62,13 +52,9 @@ from .queries import (
     NEXT_WFT_PG,
     OPEN_CHILDREN,
     OPEN_RUN,
-    PENDING_QUERIES,
     READ_BUFFERED,
     READ_EVENT_RANGE,
     READ_EVENTS,
-    SET_UPDATE,
-    TAKE_QUERY,
-    UPDATES_OF_RUN,
     WFT_BUSY,
     Q,
     _insert,
@@ -114,7 +100,14 @@ class _RunsAlone(StoreError):
     it out and runs it alone (``engine._store.pg_writer``)."""
 
 
-class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries, AheadQueries):
+class StoreTx(
+    NamespaceQueries,
+    VisibilityQueries,
+    ScheduleQueries,
+    TimerQueries,
+    AheadQueries,
+    MessageQueries,
+):
     """One open transaction. Methods run SQL on it; wake-up channels are collected.
 
     A read-only one (``read_only``, from ``Store.read``) sees one snapshot of what was
@@ -762,101 +755,6 @@ class StoreTx(NamespaceQueries, VisibilityQueries, ScheduleQueries, TimerQueries
         return self._q(
             NEXT_ACTS, {"ns": namespace, "q": task_queue, "now": now, "lim": limit}
         ).fetchall()
-
-    # -- attempts ---------------------------------------------------------------------
-
-    def insert_attempt(self, **values: Any) -> None:
-        """Record the start of an activity attempt."""
-        self._insert("dn_activity_attempts", values)
-
-    def end_attempt(
-        self,
-        run_id: str,
-        scheduled_event_id: int,
-        attempt: int,
-        *,
-        ended_time: float,
-        outcome: str,
-        failure: str | None,
-    ) -> None:
-        """Record how an activity attempt ended."""
-        self._w(
-            END_ATTEMPT,
-            {
-                "run_id": run_id,
-                "sched": scheduled_event_id,
-                "attempt": attempt,
-                "ended_time": ended_time,
-                "outcome": outcome,
-                "failure": failure,
-            },
-        )
-
-    def attempts_of_run(self, run_id: str) -> Sequence[Row]:
-        """Every activity attempt of a run."""
-        return self._q(ATTEMPTS_OF_RUN, {"run_id": run_id}).fetchall()
-
-    # -- queries ----------------------------------------------------------------------
-
-    def insert_query(self, **values: Any) -> int:
-        """Queue a query for a worker; return its id."""
-        row = self._one(INSERT_QUERY, values)
-        assert row is not None
-        return int(row[0])
-
-    def take_queries(self, namespace: str, task_queue: str, limit: int) -> Sequence[Row]:
-        """Claim pending queries of a task queue."""
-        rows = self._q(PENDING_QUERIES, {"ns": namespace, "q": task_queue, "lim": limit}).fetchall()
-        for row in rows:
-            self._w(TAKE_QUERY, {"id": row.id})
-        return rows
-
-    def answer_query(self, query_id: int, answer: str | None, failure: str | None) -> None:
-        """Store a query's answer (or failure)."""
-        self._w(ANSWER_QUERY, {"id": query_id, "answer": answer, "failure": failure})
-
-    def get_query(self, query_id: int) -> Row | None:
-        """A query row."""
-        return self._one(GET_QUERY, {"id": query_id})
-
-    def delete_query(self, query_id: int) -> None:
-        """Forget a query."""
-        self._w(DELETE_QUERY, {"id": query_id})
-
-    # -- updates ----------------------------------------------------------------------
-
-    def insert_update(self, **values: Any) -> int:
-        """Record an update request; return its row id."""
-        row = self._one(INSERT_UPDATE, values)
-        assert row is not None
-        return int(row[0])
-
-    def updates_of_run(self, run_id: str, state: int) -> Sequence[Row]:
-        """A run's updates in a state, oldest first."""
-        return self._q(UPDATES_OF_RUN, {"run_id": run_id, "state": state}).fetchall()
-
-    def set_update(self, run_id: str, update_id: str, state: int, outcome: str | None) -> int:
-        """Move an update (not yet finished) to ``state``; return its row id, or 0."""
-        row = self._one(FIND_UPDATE, {"run_id": run_id, "update_id": update_id})
-        if row is None:
-            return 0
-        self._w(SET_UPDATE, {"id": row.id, "state": state, "outcome": outcome})
-        return int(row.id)
-
-    def find_update_by_id(self, run_id: str, update_id: str) -> Row | None:
-        """A run's update with this update id, in any state."""
-        return self._one(FIND_UPDATE_BY_ID, {"run_id": run_id, "update_id": update_id})
-
-    def abandon_updates(self, run_id: str, outcome: str, accepted_outcome: str) -> list[int]:
-        """Mark the run's unfinished updates abandoned, with ``accepted_outcome`` for those
-        that were accepted and ``outcome`` for the others; their row ids."""
-        params = {"run_id": run_id, "outcome": outcome, "accepted_outcome": accepted_outcome}
-        rows = self._q(ABANDON_UPDATES, params).fetchall()
-        return [int(r[0]) for r in rows]
-
-    def get_update(self, row_id: int) -> Row | None:
-        """An update row."""
-        return self._one(GET_UPDATE, {"id": row_id})
 
     # -- time skipping ----------------------------------------------------------------
 
