@@ -47,12 +47,12 @@ from sqlalchemy.exc import DBAPIError
 
 from ..exceptions import DurableError, StoreConflictError, StoreError
 from .delivery import WARM, Job, Warm, deliver, deliver_all, run_effects
-from .dialects import NOTIFY_CHANNEL, PostgresListener, create_engine, parse_url
+from .dialects import PostgresListener, create_engine, parse_url
 from .held import MAX_HELD, HeldTransaction
 from .migrations import migrate
 from .notify import Notifier
 from .outage import CONTENTION, LOST, Outage, RetryConfig, Waiting, classify, is_database_error
-from .pg_writer import NOTIFY_SQL, PgWriters
+from .pg_writer import NOTIFY_SQL, PgWriters, notify_params
 from .tx import StoreTx
 
 T = TypeVar("T")
@@ -326,10 +326,7 @@ class Store:
                         # The writes held back, the wake-ups and COMMIT in one round
                         # trip; SQLAlchemy's commit then finds nothing left to commit.
                         token = self._token
-                        tx.commit_pipelined(
-                            NOTIFY_SQL,
-                            [{"c": NOTIFY_CHANNEL, "p": f"{token}:{c}"} for c in tx.wakeups],
-                        )
+                        tx.commit_pipelined(NOTIFY_SQL, notify_params(token, tx.wakeups))
             except Exception as err:
                 # Statements run on the driver's cursor: its errors arrive unwrapped.
                 if not is_database_error(err):

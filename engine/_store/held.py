@@ -49,9 +49,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sqlalchemy as sa
 
 from .delivery import announce
-from .dialects import NOTIFY_CHANNEL
 from .outage import LOST, classify, is_database_error
-from .pg_writer import NOTIFY_SQL
+from .pg_writer import NOTIFY_SQL, notify_params
 from .tx import StoreTx
 
 if TYPE_CHECKING:
@@ -230,9 +229,7 @@ class HeldTransaction:
             last.write_pending_events()
             channels = set().union(*(t.wakeups for t in txs))
             token = store._token
-            last.commit_pipelined(
-                NOTIFY_SQL, [{"c": NOTIFY_CHANNEL, "p": f"{token}:{c}"} for c in channels]
-            )
+            last.commit_pipelined(NOTIFY_SQL, notify_params(token, channels))
             self._trans.commit()
         except BaseException as err:
             if is_database_error(err) and classify(err) == LOST:

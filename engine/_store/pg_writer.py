@@ -44,7 +44,7 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +64,15 @@ log = logging.getLogger("engine.store")
 
 #: A wake-up for other processes (``LISTEN`` in ``PostgresListener``); sent in the
 #: commit's pipeline, so it is delivered only if the change commits.
-NOTIFY_SQL = "SELECT pg_notify(%(c)s, %(p)s)"
+#: The wake-ups of a commit, in one statement: one notification per payload, in order.
+NOTIFY_SQL = "SELECT pg_notify(%(c)s, p) FROM unnest(CAST(%(ps)s AS text[])) AS p"
+
+
+def notify_params(token: str, channels: Iterable[str]) -> list[dict[str, Any]]:
+    """The parameters of :data:`NOTIFY_SQL` (sent with a commit) for the wake-up
+    ``channels`` of this process (``token``): none when there are none."""
+    payloads = [f"{token}:{c}" for c in channels]
+    return [{"c": NOTIFY_CHANNEL, "ps": payloads}] if payloads else []
 
 
 #: PostgreSQL's SQLSTATE for a lock wait that ran past ``lock_timeout``.
@@ -314,9 +322,7 @@ class PgWriters:
                 tx.limit_lock_waits(0)  # the commit's wait for the NOTIFY lock is no deadlock
                 channels = set().union(*(t.wakeups for t in txs))
                 token = store._token
-                tx.commit_pipelined(
-                    NOTIFY_SQL, [{"c": NOTIFY_CHANNEL, "p": f"{token}:{c}"} for c in channels]
-                )
+                tx.commit_pipelined(NOTIFY_SQL, notify_params(token, channels))
         except Exception as err:
             if conn is not None and classify(err) == LOST:
                 with contextlib.suppress(Exception):
