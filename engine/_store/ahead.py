@@ -278,6 +278,7 @@ class AheadQueries:
             latest,
             self._ahead_latest,
         )
-        for key, row in self._ahead_latest.items():
+        for key in latest:
+            row = self._ahead_latest.get(key)
             if row is not None:
                 self._ahead_latest_runs[str(row.run_id)] = key

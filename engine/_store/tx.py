@@ -347,8 +347,8 @@ class StoreTx(
         parent = values.get("parent_run_id")
         if parent is not None:
             self.forget_leftovers(parent)
-        if self._ahead_latest:  # a new latest run of its workflow id
-            self._ahead_latest.pop((values["namespace"], values["workflow_id"]), None)
+        if self._ahead_latest and "workflow_id" in values:  # a new latest run of its id
+            self._ahead_latest.pop((str(values["namespace"]), str(values["workflow_id"])), None)
         self._insert("dn_executions", values)
 
     def forget_leftovers(self, run_id: str) -> None:
