@@ -50,20 +50,34 @@ def _plain(url: str) -> str:
     return url.replace("postgresql+psycopg://", "postgresql://", 1)
 
 
-def _runs_locked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every run id a ``LOCK_EXEC`` statement was sent for, in order."""
+def _runs_sent(monkeypatch: pytest.MonkeyPatch, one: Any, many: Any) -> list[str]:
+    """Every run id a statement was sent for, in order: ``one`` (for the run of its
+    ``run_id``) or ``many`` (a lock ahead's, for each of its ``runs``)."""
     sent: list[str] = []
     execute = tx_module._execute
 
     def spy(cur: Any, sql: str, params: Any) -> None:
-        if sql == LOCK_EXEC.pg:
+        if sql == one.pg:
             sent.append(params["run_id"])
-        elif sql == ahead._LOCK_RUNS.pg:
+        elif sql == many.pg:
             sent.extend(params["runs"])
         execute(cur, sql, params)
 
     monkeypatch.setattr(tx_module, "_execute", spy)
     return sent
+
+
+def _pipelines(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many statements each pipeline of reads (``StoreTx._q_many``) sent."""
+    pipelines: list[int] = []
+    q_many = StoreTx._q_many
+
+    def count(self: StoreTx, *statements: Any) -> Any:
+        pipelines.append(len(statements))
+        return q_many(self, *statements)
+
+    monkeypatch.setattr(StoreTx, "_q_many", count)
+    return pipelines
 
 
 def _named(tx: StoreTx, run_id: str) -> tuple[int, int]:
@@ -112,15 +126,8 @@ async def test_a_batch_locks_the_runs_its_changes_name_in_one_round_trip(
     client = await Client.connect(pg_url)
     try:
         runs = await _started_runs(client, 4)
-        locked = _runs_locked(monkeypatch)
-        pipelines: list[int] = []
-        q_many = StoreTx._q_many
-
-        def count(self: StoreTx, *statements: Any) -> Any:
-            pipelines.append(len(statements))
-            return q_many(self, *statements)
-
-        monkeypatch.setattr(StoreTx, "_q_many", count)
+        locked = _runs_sent(monkeypatch, LOCK_EXEC, ahead._LOCK_RUNS)
+        pipelines = _pipelines(monkeypatch)
         results = await one_batch(client, [client.store.transaction(_named, r) for r in runs])
         fresh = await client.store.read(
             lambda tx: [(tx.get_execution(r), tx.get_workflow_task(r)) for r in runs]
@@ -262,14 +269,7 @@ async def test_a_poll_reads_the_runs_and_histories_of_its_tasks_in_one_round_tri
             await client.get_workflow_handle(
                 (await client.store.read(lambda tx, r=run_id: tx.get_execution(r))).workflow_id
             ).signal("nudge", "x")
-        pipelines: list[int] = []
-        q_many = StoreTx._q_many
-
-        def count(self: StoreTx, *statements: Any) -> Any:
-            pipelines.append(len(statements))
-            return q_many(self, *statements)
-
-        monkeypatch.setattr(StoreTx, "_q_many", count)
+        pipelines = _pipelines(monkeypatch)
         tasks = await client.service.poll_workflow_tasks("default", "nobody-polls", "test", {}, 10)
         monkeypatch.undo()
         assert sorted(t.run_id for t in tasks) == sorted(runs)
@@ -348,17 +348,7 @@ async def test_a_closing_change_reads_what_its_run_leaves_pending_ahead(
             return tx.leftovers_of_run(run_id)
 
         closing.lock_hint = lambda run_id, _: [RunLock(run_id, closes=True)]  # type: ignore[attr-defined]
-        sent: list[str] = []
-        execute = tx_module._execute
-
-        def spy(cur: Any, sql: str, params: Any) -> None:
-            if sql == LEFTOVERS_OF_RUN.pg:
-                sent.append(params["run_id"])
-            elif sql == ahead._LEFTOVERS.pg:
-                sent.extend(params["runs"])
-            execute(cur, sql, params)
-
-        monkeypatch.setattr(tx_module, "_execute", spy)
+        sent = _runs_sent(monkeypatch, LEFTOVERS_OF_RUN, ahead._LEFTOVERS)
         results = await one_batch(
             client,
             [
