@@ -18,7 +18,7 @@ import pytest
 
 from engine import ApplicationError, Client, DataConverter, Worker, activity, workflow
 from engine._model import commands as cmd
-from engine._worker.workflows import _check_command_sizes
+from engine._worker.command_sizes import check_command_sizes
 from engine.common import RetryPolicy, WorkflowExecutionStatus
 from engine.converter import Payload, PayloadCodec
 from engine.exceptions import ActivityError, PayloadSizeError
@@ -296,17 +296,17 @@ def test_markers_and_search_attributes_are_checked_too() -> None:
     big = dc.to_payloads_json([BIG])
     marker = cmd.RecordMarker("core_patch", {"patch-data": {"payloads": big}})
     with pytest.raises(PayloadSizeError, match="details of marker 'core_patch' is 3 MB"):
-        _check_command_sizes([marker])
+        check_command_sizes([marker])
     upsert = cmd.UpsertWorkflowSearchAttributes({"Notes": big[0]})
     with pytest.raises(PayloadSizeError, match="values of search attributes 'Notes' is 3 MB"):
-        _check_command_sizes([upsert])
+        check_command_sizes([upsert])
     cancel = cmd.CancelWorkflowExecution(details=big)
     with pytest.raises(PayloadSizeError, match="cancellation details of the workflow"):
-        _check_command_sizes([cancel])
+        check_command_sizes([cancel])
     nested = {"message": "outer", "cause": dc.to_failure(ApplicationError("inner", BIG))}
     with pytest.raises(PayloadSizeError, match="failure details of the workflow is 3 MB"):
-        _check_command_sizes([cmd.FailWorkflowExecution(nested)])
-    _check_command_sizes([cmd.FailWorkflowExecution({"message": "m" * (3 * MB)})])
+        check_command_sizes([cmd.FailWorkflowExecution(nested)])
+    check_command_sizes([cmd.FailWorkflowExecution({"message": "m" * (3 * MB)})])
 
 
 # --------------------------------------------------------------------------------------

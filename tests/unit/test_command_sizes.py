@@ -8,7 +8,7 @@ import pytest
 from engine import DataConverter
 from engine._model import commands as cmd
 from engine._payload_size import json_payload_size
-from engine._worker.workflows import _check_command_sizes
+from engine._worker.command_sizes import check_command_sizes
 from engine.converter import Payload
 from engine.exceptions import PayloadSizeError
 
@@ -38,13 +38,13 @@ def test_sizes_read_off_base64_equal_the_decoded_sizes() -> None:
 
 
 def test_limits_per_payload_set_and_per_task() -> None:
-    _check_command_sizes([_activity(1, "x" * (2 * MB - 100))])  # just under: accepted
+    check_command_sizes([_activity(1, "x" * (2 * MB - 100))])  # just under: accepted
     with pytest.raises(PayloadSizeError, match="input of activity charge is"):
-        _check_command_sizes([_activity(1, "x" * (2 * MB + 10))])
+        check_command_sizes([_activity(1, "x" * (2 * MB + 10))])
     result = cmd.CompleteWorkflowExecution(result=dc.to_payloads_json(["y" * (2 * MB + 10)]))
     with pytest.raises(PayloadSizeError, match="workflow result is"):
-        _check_command_sizes([result])
+        check_command_sizes([result])
     three = [_activity(i, "z" * (1 * MB + 512 * 1024)) for i in range(3)]  # 4.5 MB together
     with pytest.raises(PayloadSizeError, match="the commands of one workflow task"):
-        _check_command_sizes(three)
-    _check_command_sizes(three[:2])
+        check_command_sizes(three)
+    check_command_sizes(three[:2])
