@@ -4,21 +4,26 @@ Every change to a run begins by locking the run's row and reading it with its wo
 task (``StoreTx.lock_execution_and_workflow_task``), which on PostgreSQL is a round trip of
 its own. A transaction that knows beforehand which runs it will lock can lock and read
 them all in one pipeline instead, in run id order, and let each run's first lock take what
-was read. Three do:
+was read. A start reads and locks the latest run of its workflow id the same way. Three
+kinds of transaction do so:
 
 - the timer loop's firing pass, for the runs of the timers it expects to be due
   (``TimerQueries.due_work``, which sends these reads with its own);
 - a batch of the PostgreSQL writers (``engine._store.pg_writer``), for the runs its changes
-  say they lock (``operation(locks=...)``): a batch of twenty changes then waits for one
-  round trip where it waited for twenty, while holding the locks of those before;
+  say they lock and the workflow ids they start (``operation(locks=...)``): a batch of
+  twenty changes then waits for one round trip where it waited for twenty, while holding
+  the locks of those before;
 - a poll of workflow tasks, for the runs of the tasks it claimed, with their histories
   from the event the worker needs on (one round trip where there were two per task).
 
 What was read stays true until the run's first lock in the transaction takes it, because
 a change locks a run before it writes the run's rows: nothing in this transaction changed
 them before that lock. Later locks of the same run read again. Claiming an activity is the
-exception (it locks the activity's row, not the run): any write to a run's rows therefore
-drops what was read ahead of that run (``StoreTx._forget_ahead``).
+exception (it locks the activity's row, not the run), and a start's read can be overtaken
+by a change that closes, continues or deletes the run: so any write to a run's rows, a
+deleted run or a new run of a workflow id drops what was read ahead of it
+(``StoreTx._forget_ahead``), and an activity, timer or child added to a run drops what was
+read of what it leaves pending (``StoreTx.forget_leftovers``).
 """
 
 from __future__ import annotations
@@ -114,9 +119,10 @@ _LEFTOVERS = Q(
 def reads_for(
     runs: Mapping[str, Wanted], latest: Collection[tuple[str, str]] = ()
 ) -> list[tuple[Q, Any]]:
-    """The statements locking and reading ``runs`` (and the latest runs of the workflow
-    ids ``latest``): a few, whatever their number (the runs first, in run id order, the
-    order every lock ahead takes them in)."""
+    """The statements locking and reading ``runs`` (and, first, the latest runs of the
+    workflow ids ``latest``): a few, whatever their number; the runs are locked in run id
+    order, the latest runs in (namespace, workflow id) order, as every lock ahead takes
+    them."""
     reads: list[tuple[Q, Any]] = []
     if latest:
         keys = sorted(latest)
