@@ -269,18 +269,27 @@ ACT_BUSY = Q(
 )
 
 
+#: What each statement built by :func:`_insert` and :func:`_update` writes, by its
+#: PostgreSQL text: ("insert" or "update", table, columns, the columns of its WHERE).
+WRITE_SHAPES: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {}
+
+
 @lru_cache(maxsize=256)
 def _insert(table: str, columns: tuple[str, ...]) -> Q:
     names = ", ".join(columns)
     values = ", ".join(f":{c}" for c in columns)
-    return Q(f"INSERT INTO {table} ({names}) VALUES ({values})")
+    q = Q(f"INSERT INTO {table} ({names}) VALUES ({values})")
+    WRITE_SHAPES[q.pg] = ("insert", table, columns, ())
+    return q
 
 
 @lru_cache(maxsize=256)
 def _update(table: str, columns: tuple[str, ...], where: tuple[str, ...]) -> Q:
     sets = ", ".join(f"{c} = :{c}" for c in columns)
     cond = " AND ".join(f"{c} = :w_{c}" for c in where)
-    return Q(f"UPDATE {table} SET {sets} WHERE {cond}")
+    q = Q(f"UPDATE {table} SET {sets} WHERE {cond}")
+    WRITE_SHAPES[q.pg] = ("update", table, columns, where)
+    return q
 
 
 @lru_cache(maxsize=64)

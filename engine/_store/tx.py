@@ -65,6 +65,7 @@ from .rows import SqliteRow, _Cursor
 from .rows import column as column
 from .schedules import ScheduleQueries
 from .schema import EXEC_RUNNING, WFT_SCHEDULED
+from .set_writes import set_statements
 from .timers import TimerQueries
 from .visibility import VisibilityQueries
 
@@ -269,7 +270,7 @@ class StoreTx(
         if self._deferred:
             self._own_sent += len(self._deferred) - self._inherited
             self._inherited = 0
-            for text, values in self._deferred:
+            for text, values in set_statements(self._deferred):
                 _execute(self._wcursor, text, values)
             self._deferred.clear()
 
