@@ -183,14 +183,26 @@ class StoreTx(
         #: for a row are merged with the next write to it. None elsewhere (the service
         #: keeps each run's rows up to date here only when it is set: see ``RunState``).
         self.known_runs: dict[str, tuple[Any, Any]] | None = None
-        if postgres:
+        #: PostgreSQL: cursors for the second and later reads of a pipeline (:meth:`_q_many`).
+        self._more_cursors: list[_Cursor] = []
+        self._cursor: _Cursor
+        self._wcursor: Any
+        self._rows: Any = None  # PostgreSQL: the read cursors' row factory
+        if postgres and follows is not None:
+            # The changes of a batch run one after another on one connection: they share
+            # its cursors (a new psycopg cursor copies the connection's adapters).
+            self._cursor = follows._cursor
+            self._rows = follows._rows
+            self._more_cursors = follows._more_cursors
+            self._wcursor = follows._wcursor
+        elif postgres:
             from psycopg.rows import namedtuple_row
 
-            self._cursor: _Cursor = driver.cursor(row_factory=namedtuple_row)  # type: ignore[union-attr]
+            self._cursor = driver.cursor(row_factory=namedtuple_row)  # type: ignore[union-attr]
             self._rows = namedtuple_row
             if not read_only:
                 self._deferred = []
-                self._wcursor: Any = driver.cursor()  # type: ignore[union-attr]
+                self._wcursor = driver.cursor()  # type: ignore[union-attr]
         else:
             driver.row_factory = SqliteRow  # type: ignore[union-attr]
             self._cursor = driver.cursor()  # type: ignore[union-attr]
@@ -235,9 +247,10 @@ class StoreTx(
     def _q_many(self, *statements: tuple[Q, Any]) -> list[list[Row]]:
         """PostgreSQL: run reads one after another in one pipeline (one round trip, with
         whatever writes were held back first); the rows of each."""
-        cursors = [self._cursor] + [
-            self._driver.cursor(row_factory=self._rows) for _ in statements[1:]
-        ]
+        more = self._more_cursors
+        while len(more) < len(statements) - 1:
+            more.append(self._driver.cursor(row_factory=self._rows))
+        cursors = [self._cursor, *more[: len(statements) - 1]]
         self._begun = True
         with self._driver.pipeline():
             self._send_deferred()
