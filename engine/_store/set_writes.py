@@ -36,7 +36,20 @@ from typing import Any
 
 from sqlalchemy.dialects import postgresql
 
-from .queries import DELETE_ACT, DELETE_WFT, END_ATTEMPT, INSERT_EVENT, WRITE_SHAPES
+from .queries import (
+    BUFFER_EVENT,
+    DELETE_ACT,
+    DELETE_ACTS_OF_RUN,
+    DELETE_BUFFERED,
+    DELETE_BUFFERED_ONE,
+    DELETE_TIMER,
+    DELETE_TIMERS_OF_RUN,
+    DELETE_WFT,
+    END_ATTEMPT,
+    INSERT_EVENT,
+    INSERT_TIMER,
+    WRITE_SHAPES,
+)
 from .schema import metadata
 
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]
@@ -110,6 +123,17 @@ _FORMS: dict[str, SetForm | None] = {
     DELETE_ACT.pg: delete_form(
         "dn_activity_tasks", {"run_id": "run_id", "scheduled_event_id": "sched"}
     ),
+    DELETE_ACTS_OF_RUN.pg: delete_form("dn_activity_tasks", {"run_id": "run_id"}),
+    INSERT_TIMER.pg: insert_form(
+        "dn_timers", ("run_id", "kind", "ref", "attempt", "fire_at", "data")
+    ),
+    DELETE_TIMER.pg: delete_form("dn_timers", {"id": "id"}),
+    DELETE_TIMERS_OF_RUN.pg: delete_form("dn_timers", {"run_id": "run_id"}),
+    BUFFER_EVENT.pg: insert_form(
+        "dn_buffered_events", ("run_id", "event_time", "event_type", "attributes")
+    ),
+    DELETE_BUFFERED.pg: delete_form("dn_buffered_events", {"run_id": "run_id"}),
+    DELETE_BUFFERED_ONE.pg: delete_form("dn_buffered_events", {"id": "id"}),
     END_ATTEMPT.pg: update_form(
         "dn_activity_attempts",
         {"ended_time": "ended_time", "outcome": "outcome", "failure": "failure"},

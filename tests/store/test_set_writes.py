@@ -21,10 +21,14 @@ from engine import Client, Worker, activity, workflow
 from engine._store import tx as tx_module
 from engine._store.migrations import migrate
 from engine._store.queries import (
+    BUFFER_EVENT,
     DELETE_ACT,
+    DELETE_BUFFERED,
+    DELETE_TIMERS_OF_RUN,
     DELETE_WFT,
     END_ATTEMPT,
     INSERT_EVENT,
+    INSERT_TIMER,
     _insert,
     _update,
 )
@@ -247,15 +251,45 @@ def _write() -> st.SearchStrategy[tuple[str, Any]]:
             st.none() | _text,
         ),
         st.builds(lambda r, s: (DELETE_ACT.pg, {"run_id": r, "sched": s}), _run, _small),
+        st.builds(
+            lambda r, k, t, d: (
+                INSERT_TIMER.pg,
+                {"run_id": r, "kind": k, "ref": 1, "attempt": 1, "fire_at": t, "data": d},
+            ),
+            _run,
+            st.sampled_from(["user", "act_retry"]),
+            _time,
+            st.none() | _text,
+        ),
+        _run.map(lambda r: (DELETE_TIMERS_OF_RUN.pg, {"run_id": r})),
+        st.builds(
+            lambda r, t, a: (
+                BUFFER_EVENT.pg,
+                {
+                    "run_id": r,
+                    "event_time": t,
+                    "event_type": "WorkflowExecutionSignaled",
+                    "attributes": a,
+                },
+            ),
+            _run,
+            _time,
+            _text,
+        ),
+        _run.map(lambda r: (DELETE_BUFFERED.pg, {"run_id": r})),
     )
 
 
+#: What is compared of each table, in which order. Rows with serial ids are compared in
+#: the order of their ids without the ids themselves (a sequence is not rolled back).
 TABLES = {
-    "dn_executions": "run_id",
-    "dn_history_events": "run_id, event_id",
-    "dn_workflow_tasks": "run_id",
-    "dn_activity_attempts": "run_id, scheduled_event_id, attempt",
-    "dn_activity_tasks": "run_id, scheduled_event_id",
+    "dn_executions": ("*", "run_id"),
+    "dn_history_events": ("*", "run_id, event_id"),
+    "dn_workflow_tasks": ("*", "run_id"),
+    "dn_activity_attempts": ("*", "run_id, scheduled_event_id, attempt"),
+    "dn_activity_tasks": ("*", "run_id, scheduled_event_id"),
+    "dn_timers": ("run_id, kind, ref, attempt, fire_at, data", "id"),
+    "dn_buffered_events": ("run_id, event_time, event_type, attributes", "id"),
 }
 
 
@@ -310,8 +344,8 @@ def _outcome(conn: psycopg.Connection[Any], writes: list[tuple[str, Any]]) -> An
         conn.rollback()
         return type(err).__name__
     tables = {}
-    for table, order in TABLES.items():
-        cur.execute(f"SELECT * FROM {table} ORDER BY {order}")
+    for table, (columns, order) in TABLES.items():
+        cur.execute(f"SELECT {columns} FROM {table} ORDER BY {order}")
         tables[table] = cur.fetchall()
     conn.rollback()
     return tables
