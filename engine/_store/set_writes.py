@@ -30,7 +30,7 @@ builds for a set of columns (``_insert``, ``_update``), and the commonest fixed 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -73,19 +73,37 @@ def _column_type(table: str, column: str) -> str:
     return str(metadata.tables[table].c[column].type.compile(dialect=_PG))
 
 
-def _source(table: str, columns: Mapping[str, str]) -> str:
+#: Integer columns' types: a value written to one is read as NUMERIC and cast (see
+#: :func:`_source`).
+_INTEGERS = frozenset({"SMALLINT", "INTEGER", "BIGINT"})
+
+
+def _source(table: str, columns: Mapping[str, str], keys: Collection[str] = ()) -> str:
     """The rows of the ``rows`` parameter, one field per parameter, typed as the column it
-    is written to or compared with (``columns``: parameter -> column)."""
-    fields = ", ".join(f'"{p}" {_column_type(table, c)}' for p, c in columns.items())
-    return f"json_to_recordset(%(rows)s::json) AS v({fields})"
+    is written to or compared with (``columns``: parameter -> column). A value written to
+    an integer column is read as NUMERIC and cast to the column's type where it is used
+    (:func:`_value`), so that a float such as ``3.0`` is stored as a write of its own
+    would store it (PostgreSQL rounds a double assigned to an integer column) rather than
+    failing; the ``keys``, compared with their columns, keep the columns' types."""
+    fields = []
+    for p, c in columns.items():
+        kind = _column_type(table, c)
+        fields.append(f'"{p}" {"NUMERIC" if kind in _INTEGERS and p not in keys else kind}')
+    return f"json_to_recordset(%(rows)s::json) AS v({', '.join(fields)})"
+
+
+def _value(table: str, column: str, param: str) -> str:
+    """How the set statement reads the value of ``param`` written to ``column``."""
+    kind = _column_type(table, column)
+    return f'v."{param}"::{kind}' if kind in _INTEGERS else f'v."{param}"'
 
 
 def insert_form(table: str, columns: Sequence[str]) -> SetForm:
     """Inserts of ``columns`` (each given by the parameter of its name)."""
     source = _source(table, {c: c for c in columns})
-    fields = ", ".join(f'v."{c}"' for c in columns)
+    values = ", ".join(_value(table, c, c) for c in columns)
     return SetForm(
-        table, f"INSERT INTO {table} ({', '.join(columns)}) SELECT {fields} FROM {source}"
+        table, f"INSERT INTO {table} ({', '.join(columns)}) SELECT {values} FROM {source}"
     )
 
 
@@ -94,8 +112,9 @@ def update_form(
 ) -> SetForm:
     """Updates that set columns (column -> parameter) of the rows whose ``where`` columns
     equal their parameters, and for which ``also`` holds (its columns qualified ``x.``)."""
-    source = _source(table, {p: c for c, p in sets.items()} | {p: c for c, p in where.items()})
-    assignments = ", ".join(f'{c} = v."{p}"' for c, p in sets.items())
+    columns = {p: c for c, p in sets.items()} | {p: c for c, p in where.items()}
+    source = _source(table, columns, keys=where.values())
+    assignments = ", ".join(f"{c} = {_value(table, c, p)}" for c, p in sets.items())
     cond = " AND ".join(f'x.{c} = v."{p}"' for c, p in where.items())
     sql = f"UPDATE {table} AS x SET {assignments} FROM {source} WHERE {cond}"
     if also:
@@ -106,7 +125,7 @@ def update_form(
 def delete_form(table: str, where: Mapping[str, str]) -> SetForm:
     """Deletes of the rows whose ``where`` columns (column -> parameter) equal their
     parameters."""
-    source = _source(table, {p: c for c, p in where.items()})
+    source = _source(table, {p: c for c, p in where.items()}, keys=where.values())
     cond = " AND ".join(f'x.{c} = v."{p}"' for c, p in where.items())
     return SetForm(
         table, f"DELETE FROM {table} AS x USING {source} WHERE {cond}", tuple(where.values())
