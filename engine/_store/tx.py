@@ -154,8 +154,8 @@ class StoreTx(
         #: whose result is read, or the commit, then sent with it in one pipeline (one
         #: round trip for all; ``None`` where writes go at once: SQLite, reads).
         self._deferred: list[tuple[str, Any]] | None = None
-        #: PostgreSQL: whether a statement was sent yet (the first goes in a pipeline, so
-        #: psycopg's ``BEGIN`` travels with it instead of taking a round trip of its own).
+        #: PostgreSQL: whether a statement was sent yet (the first goes in a pipeline too,
+        #: though psycopg waits for the answer to its ``BEGIN`` before sending it).
         self._begun = False
         #: PostgreSQL: an activity row read (and locked) with its run by
         #: :meth:`lock_execution_and_workflow_task`, for the next :meth:`get_activity_task`
