@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from collections.abc import Awaitable
+from datetime import timedelta
 from typing import Any
 
-from engine import Client
+from engine import Client, activity, workflow
 from engine._store.gateway import Store
 from engine._store.tx import StoreTx
 
@@ -46,3 +48,41 @@ async def one_batch(client: Client | Store, calls: list[Awaitable[Any]]) -> list
     results = await asyncio.gather(*jobs, return_exceptions=True)
     await asyncio.gather(*blockers)
     return results
+
+
+@activity.defn
+async def never_run(x: int) -> int:  # completed by the test, not by a worker
+    return x
+
+
+@workflow.defn
+class OneActivity:
+    """Runs one activity on the task queue it is given (no worker serves it: the test
+    takes the task and records its outcome)."""
+
+    @workflow.run
+    async def run(self, queue: str) -> int:
+        return await workflow.execute_activity(
+            never_run, 1, task_queue=queue, start_to_close_timeout=timedelta(seconds=60)
+        )
+
+
+async def activity_tasks(
+    client: Client, n: int, queue: str, task_queue: str, prefix: str
+) -> tuple[list[Any], list[Any]]:
+    """Start ``n`` runs of :class:`OneActivity` (a worker of ``task_queue`` must serve
+    them) and take their activity tasks from ``queue``: the runs' handles and the tasks."""
+    handles = [
+        await client.start_workflow(
+            OneActivity.run, queue, id=f"{prefix}-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+        )
+        for _ in range(n)
+    ]
+    tasks: list[Any] = []
+    for _ in range(500):
+        tasks += await client.service.poll_activity_tasks("default", queue, "test", 10)
+        if len(tasks) == n:
+            break
+        await asyncio.sleep(0.01)
+    assert len(tasks) == n
+    return handles, tasks

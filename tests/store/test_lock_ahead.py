@@ -8,35 +8,20 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from datetime import timedelta
 from functools import partial
 from typing import Any
 
 import psycopg
 import pytest
 
-from engine import Client, Worker, activity, workflow
+from engine import Client, Worker, workflow
 from engine._store import ahead
 from engine._store import tx as tx_module
 from engine._store.ahead import RunLock, lock_hint, wanted_by
 from engine._store.queries import LEFTOVERS_OF_RUN, LOCK_EXEC
 from engine._store.tx import StoreTx
 
-from .batching import one_batch
-
-
-@activity.defn
-async def never_run(x: int) -> int:  # completed by the test, not by a worker
-    return x
-
-
-@workflow.defn
-class OneActivity:
-    @workflow.run
-    async def run(self, queue: str) -> int:
-        return await workflow.execute_activity(
-            never_run, 1, task_queue=queue, start_to_close_timeout=timedelta(seconds=60)
-        )
+from .batching import OneActivity, activity_tasks, one_batch
 
 
 @workflow.defn
@@ -171,22 +156,7 @@ async def test_activity_outcomes_batched_together_lock_their_runs_ahead(
     queue = "acts-" + uuid.uuid4().hex[:6]
     try:
         async with Worker(client, task_queue="ahead-wf", workflows=[OneActivity]):
-            handles = [
-                await client.start_workflow(
-                    OneActivity.run,
-                    queue,
-                    id=f"ahead-{uuid.uuid4().hex[:8]}",
-                    task_queue="ahead-wf",
-                )
-                for _ in range(3)
-            ]
-            tasks: list[Any] = []
-            for _ in range(500):
-                tasks += await client.service.poll_activity_tasks("default", queue, "test", 10)
-                if len(tasks) == 3:
-                    break
-                await asyncio.sleep(0.01)
-            assert len(tasks) == 3
+            handles, tasks = await activity_tasks(client, 3, queue, "ahead-wf", "ahead")
             served: list[tuple[str, int, bool]] = []
             lock = StoreTx.lock_execution_and_workflow_task
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -17,7 +16,7 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import Client, Worker, activity, workflow
+from engine import Client, Worker
 from engine._store import tx as tx_module
 from engine._store.migrations import migrate
 from engine._store.queries import (
@@ -34,7 +33,7 @@ from engine._store.queries import (
 )
 from engine._store.set_writes import form_of, set_statements
 
-from .batching import one_batch
+from .batching import OneActivity, activity_tasks, one_batch
 
 UPDATE_EXEC = _update("dn_executions", ("next_event_id", "history_size_bytes"), ("run_id",))
 WFT_COLUMNS = (
@@ -367,20 +366,6 @@ def test_set_statements_leave_the_tables_as_the_writes_one_by_one(
 # ------------------------------------------------------------------ in the engine
 
 
-@activity.defn
-async def never_run(x: int) -> int:  # completed by the test, not by a worker
-    return x
-
-
-@workflow.defn
-class OneActivity:
-    @workflow.run
-    async def run(self, queue: str) -> int:
-        return await workflow.execute_activity(
-            never_run, 1, task_queue=queue, start_to_close_timeout=timedelta(seconds=60)
-        )
-
-
 async def test_a_batch_of_activity_outcomes_deletes_their_rows_in_one_statement(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -390,19 +375,7 @@ async def test_a_batch_of_activity_outcomes_deletes_their_rows_in_one_statement(
     queue = "acts-" + uuid.uuid4().hex[:6]
     try:
         async with Worker(client, task_queue="set-wf", workflows=[OneActivity]):
-            handles = [
-                await client.start_workflow(
-                    OneActivity.run, queue, id=f"set-{uuid.uuid4().hex[:8]}", task_queue="set-wf"
-                )
-                for _ in range(6)
-            ]
-            tasks: list[Any] = []
-            for _ in range(500):
-                tasks += await client.service.poll_activity_tasks("default", queue, "test", 10)
-                if len(tasks) == 6:
-                    break
-                await asyncio.sleep(0.01)
-            assert len(tasks) == 6
+            handles, tasks = await activity_tasks(client, 6, queue, "set-wf", "set")
             sent: list[str] = []
             execute = tx_module._execute
 
