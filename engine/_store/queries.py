@@ -270,8 +270,10 @@ ACT_BUSY = Q(
 
 
 #: What each statement built by :func:`_insert` and :func:`_update` writes, by its
-#: PostgreSQL text: ("insert" or "update", table, columns, the columns of its WHERE).
+#: PostgreSQL text: ("insert" or "update", table, columns, the columns of its WHERE). At
+#: most :data:`_SHAPES_KEPT` (a statement left out is sent one write at a time).
 WRITE_SHAPES: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {}
+_SHAPES_KEPT = 4096
 
 
 @lru_cache(maxsize=256)
@@ -279,7 +281,8 @@ def _insert(table: str, columns: tuple[str, ...]) -> Q:
     names = ", ".join(columns)
     values = ", ".join(f":{c}" for c in columns)
     q = Q(f"INSERT INTO {table} ({names}) VALUES ({values})")
-    WRITE_SHAPES[q.pg] = ("insert", table, columns, ())
+    if len(WRITE_SHAPES) < _SHAPES_KEPT:
+        WRITE_SHAPES[q.pg] = ("insert", table, columns, ())
     return q
 
 
@@ -288,7 +291,8 @@ def _update(table: str, columns: tuple[str, ...], where: tuple[str, ...]) -> Q:
     sets = ", ".join(f"{c} = :{c}" for c in columns)
     cond = " AND ".join(f"{c} = :w_{c}" for c in where)
     q = Q(f"UPDATE {table} SET {sets} WHERE {cond}")
-    WRITE_SHAPES[q.pg] = ("update", table, columns, where)
+    if len(WRITE_SHAPES) < _SHAPES_KEPT:
+        WRITE_SHAPES[q.pg] = ("update", table, columns, where)
     return q
 
 

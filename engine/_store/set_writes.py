@@ -14,13 +14,30 @@ that changes nothing they do:
   write of another statement to that table came after the group began.
 - Writes to different tables may go in another order than they were made. Every statement
   declared here names its rows by their own columns and reads no other table, and the
-  schema has no foreign keys or triggers, so such writes do not see each other.
+  schema has no foreign keys or triggers, so such writes do not see each other. Nor does
+  any of them wait for another transaction in a way the writes after it depend on: they
+  write rows this transaction has locked (with their run, or by a read ``FOR UPDATE``),
+  new rows, or rows only a transaction holding the run's lock writes. The exception is
+  an activity being claimed, which locks the activity's row and not its run, and may add
+  a heartbeat timer: deleting a run's activities waits for such a claim, and the delete
+  of the run's timers after it must see that timer (``RunState.close``). Those two deletes
+  are not declared, so they keep their places. (A timer deleted by id may wait for a
+  claim that deletes the same schedule-to-start timer; the firing code reads the activity
+  right after, and a read sends everything held back before it.)
 - An update or a delete joins a group only if its key (the parameters of its ``WHERE``)
   is not in the group yet, so that a set statement changes each row at most once, as the
   writes one by one would have done in turn.
 - A write of a statement not declared here keeps its place: whatever was held back before
   it is sent before it, whatever came after goes after it.
 - A group of one write is sent as it was made.
+
+A set statement is more lenient than psycopg with a value of the wrong type (a missing
+parameter is NULL, an integral float in an integer column is stored as an integer, a
+list is stored as its JSON text); the engine passes none. A float written to an integer
+column is stored as a write of its own would store it when it is integral and within
+2**53; beyond that, and for halves (rounded away from zero, not to even), it is not.
+Rows with serial ids get them in the order of the JSON array, the order in which
+``json_to_recordset`` returns them.
 
 The statements that may go together: the inserts and updates :mod:`engine._store.queries`
 builds for a set of columns (``_insert``, ``_update``), and the commonest fixed ones
@@ -39,11 +56,9 @@ from sqlalchemy.dialects import postgresql
 from .queries import (
     BUFFER_EVENT,
     DELETE_ACT,
-    DELETE_ACTS_OF_RUN,
     DELETE_BUFFERED,
     DELETE_BUFFERED_ONE,
     DELETE_TIMER,
-    DELETE_TIMERS_OF_RUN,
     DELETE_WFT,
     END_ATTEMPT,
     INSERT_EVENT,
@@ -142,12 +157,10 @@ _FORMS: dict[str, SetForm | None] = {
     DELETE_ACT.pg: delete_form(
         "dn_activity_tasks", {"run_id": "run_id", "scheduled_event_id": "sched"}
     ),
-    DELETE_ACTS_OF_RUN.pg: delete_form("dn_activity_tasks", {"run_id": "run_id"}),
     INSERT_TIMER.pg: insert_form(
         "dn_timers", ("run_id", "kind", "ref", "attempt", "fire_at", "data")
     ),
     DELETE_TIMER.pg: delete_form("dn_timers", {"id": "id"}),
-    DELETE_TIMERS_OF_RUN.pg: delete_form("dn_timers", {"run_id": "run_id"}),
     BUFFER_EVENT.pg: insert_form(
         "dn_buffered_events", ("run_id", "event_time", "event_type", "attributes")
     ),
@@ -160,8 +173,9 @@ _FORMS: dict[str, SetForm | None] = {
         also="x.ended_time IS NULL",
     ),
 }
-#: At most this many statements not declared are remembered as such.
-_UNDECLARED_KEPT = 512
+#: At most this many statements' forms (or their absence) are remembered (visibility
+#: updates, for one, have a statement per set of search attributes).
+_KEPT = 1024
 
 
 def form_of(text: str) -> SetForm | None:
@@ -172,15 +186,19 @@ def form_of(text: str) -> SetForm | None:
         pass
     shape = WRITE_SHAPES.get(text)
     if shape is None:
-        if len(_FORMS) < _UNDECLARED_KEPT:
+        if len(_FORMS) < _KEPT:
             _FORMS[text] = None
         return None
     kind, table, columns, where = shape
-    if kind == "insert":
-        form = insert_form(table, columns)
-    else:
-        form = update_form(table, {c: c for c in columns}, {c: f"w_{c}" for c in where})
-    _FORMS[text] = form
+    try:
+        if kind == "insert":
+            form: SetForm | None = insert_form(table, columns)
+        else:
+            form = update_form(table, {c: c for c in columns}, {c: f"w_{c}" for c in where})
+    except KeyError:  # a table or column the declared schema lacks: one by one
+        form = None
+    if len(_FORMS) < _KEPT:
+        _FORMS[text] = form
     return form
 
 

@@ -22,6 +22,7 @@ from engine._store.migrations import migrate
 from engine._store.queries import (
     BUFFER_EVENT,
     DELETE_ACT,
+    DELETE_ACTS_OF_RUN,
     DELETE_BUFFERED,
     DELETE_TIMERS_OF_RUN,
     DELETE_WFT,
@@ -142,6 +143,23 @@ def test_a_row_changed_twice_goes_in_two_statements() -> None:
     assert len(sent) == 2
     assert sent[0][0] == form_of(UPDATE_EXEC.pg).sql  # type: ignore[union-attr]
     assert sent[1] == writes[2]
+
+
+def test_a_runs_timers_are_deleted_after_its_activities_whatever_came_before() -> None:
+    """Deleting a run's activities may wait for a claim of one of them, which may add a
+    heartbeat timer: the delete of the run's timers must come after it (RunState.close),
+    even where another run's timers were deleted before."""
+    writes = [
+        (DELETE_WFT.pg, {"run_id": "a"}),
+        (DELETE_TIMERS_OF_RUN.pg, {"run_id": "a"}),
+        (DELETE_WFT.pg, {"run_id": "b"}),
+        (DELETE_ACTS_OF_RUN.pg, {"run_id": "b"}),
+        (DELETE_TIMERS_OF_RUN.pg, {"run_id": "b"}),
+    ]
+    sent = set_statements(writes)
+    assert sent.index((DELETE_ACTS_OF_RUN.pg, {"run_id": "b"})) < sent.index(
+        (DELETE_TIMERS_OF_RUN.pg, {"run_id": "b"})
+    )
 
 
 def test_a_write_not_declared_keeps_its_place() -> None:
