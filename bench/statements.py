@@ -6,8 +6,9 @@ and per W2 activity step, by kind, and which transaction functions ran.
 Counts do not depend on the machine's speed, so unlike timings they compare across runs
 and machines (a count that grows with load, e.g. polls, shows here too). Statements are
 counted at the driver (``psycopg.Cursor.execute``, which the store's SQL goes through),
-round trips as the waits for the server psycopg makes (one per statement outside a pipeline,
-plus one for its ``BEGIN``; one per pipeline block; one per ``COMMIT`` outside one),
+round trips as the waits for the server psycopg makes (one per statement outside a pipeline;
+one per pipeline block; one for psycopg's ``BEGIN``, which it waits for even in a pipeline;
+one per ``COMMIT`` outside one),
 transactions at the store (each also sends ``BEGIN`` and ``COMMIT``, not counted as
 statements; a group commit of several changes counts once, by its size; a held transaction,
 ``engine._store.held``, counts once, by its first change, and its end is shown apart) with
@@ -91,14 +92,16 @@ CENSUS = Census()
 
 
 def _waits(conn: Any) -> int:
-    """Round trips a statement sent now costs: none inside a pipeline (its sync is
-    counted once, at the end of the block); one outside, plus one for psycopg's BEGIN
-    when no transaction is open."""
+    """Round trips a statement sent now costs: one for psycopg's BEGIN when no
+    transaction is open (psycopg waits for its answer, in a pipeline too: it sends a Sync
+    after it); none more inside a pipeline (its sync is counted once, at the end of the
+    block); one outside."""
     pgconn = conn.pgconn
-    if pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
-        return 0
     idle = pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    return 1 + (1 if idle and not conn.autocommit else 0)
+    begin = 1 if idle and not conn.autocommit else 0
+    if pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
+        return begin
+    return 1 + begin
 
 
 def instrument() -> None:
