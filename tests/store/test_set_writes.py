@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 import sqlalchemy as sa
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from engine import Client, Worker
@@ -372,9 +372,19 @@ def _outcome(conn: psycopg.Connection[Any], writes: list[tuple[str, Any]]) -> An
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    derandomize=True,
+    database=None,
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(writes=st.lists(_write(), max_size=14))
+@example(  # a run's row changed twice: the second write's values must hold
+    writes=[
+        (UPDATE_EXEC.pg, {"next_event_id": n, "history_size_bytes": n, "w_run_id": "a"})
+        for n in (2, 3)
+    ]
+)
 def test_set_statements_leave_the_tables_as_the_writes_one_by_one(
     pg_conn: psycopg.Connection[Any], writes: list[tuple[str, Any]]
 ) -> None:
