@@ -9,7 +9,7 @@ from .._payload_size import json_payload_size
 from .._store.ahead import RunLock
 from .._store.gateway import Store
 from .._store.schema import ACT_STARTED, WFT_SCHEDULED
-from .._store.tx import Row, StoreTx
+from .._store.tx import CommitAt, Row, StoreTx
 from ..common import WorkflowExecutionStatus
 from ..converter import (
     MAX_PAYLOAD_BYTES,
@@ -306,16 +306,39 @@ class ActivityOps:
         or empty)."""
         return self._fire_due_timers(tx, limit, eager, expected)
 
+    @operation(alone=True)
+    def fire_timers_at(
+        self,
+        tx: StoreTx,
+        at: float,
+        commit_at: CommitAt,
+        eager: Mapping[str, Reservation],
+        expected: Sequence[tuple[int, str]] = (),
+        limit: int = 200,
+    ) -> tuple[int, dict[str, WorkflowTask]]:
+        """PostgreSQL: :meth:`fire_due_timers_eager` a little ahead of the due time ``at``
+        (clock time): what is due by ``at`` fires with ``at`` as its time, every write is
+        sent, and the commit waits for ``commit_at.deadline`` (when the clock reads ``at``)
+        holding the runs' locks, so nothing is seen to fire early. Alone in its
+        transaction: no other change waits with it. Where the clock has passed ``at``
+        already, a pass as :meth:`fire_due_timers_eager` does, now."""
+        return self._fire_due_timers(tx, limit, eager, expected, at, commit_at)
+
     def _fire_due_timers(
         self,
         tx: StoreTx,
         limit: int,
         eager: Mapping[str, Reservation],
         expected: Sequence[tuple[int, str]],
+        at: float | None = None,
+        commit_at: CommitAt | None = None,
     ) -> tuple[int, dict[str, WorkflowTask]]:
         started: dict[str, WorkflowTask] = {}
         # All due timers in one transaction: twenty timers due together fire together.
         now = self.clock.now()
+        if at is not None and commit_at is not None and at > now:
+            tx.commit_not_before(commit_at)
+            now = at
         # Read together (one round trip on PostgreSQL, with the expected runs' locks).
         # The deadlines' handlers check each task again under its run's lock, so a timer
         # fired below that ended one of them first leaves nothing for its handler to do.

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 
+from .._store.tx import CommitAt
 from ..exceptions import StoreUnavailableError
 from .alarm import Alarm
 from .namespaces import SWEEP_BATCH
@@ -44,6 +45,16 @@ EXPECT_MARGIN = 0.002
 #: would otherwise wait longer than twice this.
 WARM_LEAD = 0.02
 
+#: PostgreSQL: how long before its timers are due a firing pass starts, at first (seconds).
+#: It reads and writes what they need meanwhile, holding their runs' locks, and commits
+#: when they are due (``StoreTx.commit_not_before``): at the due time, only the commit's
+#: round trip is left to wait for. Later, :data:`PREFIRE_FACTOR` times as long as the part
+#: before the commit took lately, within :data:`PREFIRE_MIN` and :data:`PREFIRE_MAX`.
+PREFIRE_FIRST = 0.004
+PREFIRE_FACTOR = 1.5
+PREFIRE_MIN = 0.0015
+PREFIRE_MAX = 0.015
+
 #: Clock seconds between two retention sweeps, and from the host's start to its first.
 SWEEP_INTERVAL = 60.0
 SWEEP_DELAY = 5.0
@@ -71,6 +82,12 @@ class ServiceHost:
         #: How long a firing pass that fired something took lately (seconds, a moving
         #: average): the timers due within that long after the next one wait for it.
         self._pass_seconds = 0.0
+        #: PostgreSQL: the due time the next firing pass fires as of, when it starts ahead
+        #: of it (see :data:`PREFIRE_FIRST`); None: a pass as of now.
+        self._at: float | None = None
+        #: How long a pass started ahead took lately until only its commit was left
+        #: (seconds, a moving average; 0: none yet).
+        self._prep_seconds = 0.0
         #: Wakes the loop for the next timer on time (asyncio's own waits end up to a
         #: millisecond or more late: see ``engine._service.alarm``).
         self._alarm = Alarm("durable-timer-alarm")
@@ -135,22 +152,27 @@ class ServiceHost:
                             delay = timer_delay
                         else:
                             target = None
-                if target is not None and delay > 2 * WARM_LEAD:
+                # PostgreSQL: the pass starts a little ahead and commits at the target.
+                lead = self._lead() if target is not None and service.store.postgres else 0.0
+                if target is not None and delay - lead > 2 * WARM_LEAD:
                     # Most of the wait, then wake the threads the timers will need, then
                     # the rest (a notification in the first part starts the turn again).
                     if await notifier.wait(
                         TIMERS_CHANNEL,
-                        delay - WARM_LEAD,
+                        delay - lead - WARM_LEAD,
                         since=generation,
                         call_later=self._alarm.call_later,
                     ):
                         continue
                     self._warm(target)
                     delay = clock.real_delay(target)
-                if delay > 0:
-                    await notifier.wait(
-                        TIMERS_CHANNEL, delay, since=generation, call_later=self._alarm.call_later
-                    )
+                if lead:
+                    self._at = target
+                    delay -= lead
+                if delay > 0 and await notifier.wait(
+                    TIMERS_CHANNEL, delay, since=generation, call_later=self._alarm.call_later
+                ):
+                    self._at = None  # something changed: a pass as of now looks first
             except asyncio.CancelledError:
                 raise
             except StoreUnavailableError as err:  # the store logs outages itself, once
@@ -166,14 +188,17 @@ class ServiceHost:
         transaction locks their runs with its first read. Their runs' workers may hold
         them in their caches: a slot is reserved with each such worker of this process,
         and the transaction that fires the timer starts the run's workflow task for it
-        (no poll, no wake-up)."""
+        (no poll, no wake-up). On PostgreSQL, a pass the wait ended ahead of its due time
+        (``self._at``) fires what is due by then, and commits at that time."""
         service = self.service
         reservations = {}
         expected: list[tuple[int, str]] = []
+        at, self._at = self._at, None
         now = service.clock.now()
+        horizon = now + EXPECT_MARGIN if at is None else max(now + EXPECT_MARGIN, at)
         if self._upcoming:
             for run_id, fire_at, timer_id in self._upcoming:
-                if fire_at > now + EXPECT_MARGIN:
+                if fire_at > horizon:
                     break
                 expected.append((timer_id, run_id))
                 if run_id not in reservations:
@@ -183,23 +208,44 @@ class ServiceHost:
             # The later ones stay for the next passes, and so do those expected within the
             # margin: the transaction's clock may not have reached them (if it fired them,
             # the next pass finds them gone and gives their slots back).
-            self._upcoming = [e for e in self._upcoming if e[1] > now]
+            self._upcoming = [e for e in self._upcoming if e[1] > max(now, at or now)]
         began = time.monotonic()
+        commit_at = None
         if not expected:
             fired = await service.fire_due_timers(FIRE_LIMIT)
         else:
             started: dict[str, WorkflowTask] = {}
             try:
-                fired, started = await service.fire_due_timers_eager(
-                    reservations, expected, FIRE_LIMIT
-                )
+                if at is None:
+                    fired, started = await service.fire_due_timers_eager(
+                        reservations, expected, FIRE_LIMIT
+                    )
+                else:
+                    commit_at = CommitAt(began + service.clock.real_delay(at))
+                    fired, started = await service.fire_timers_at(
+                        at, commit_at, reservations, expected, FIRE_LIMIT
+                    )
             finally:  # every reservation settled once, whatever happened
                 for run_id, reservation in reservations.items():
                     reservation.settle(started.get(run_id))
+        ended = time.monotonic()
+        if commit_at is not None and commit_at.ready is not None:
+            prep = commit_at.ready - began
+            self._prep_seconds = (
+                prep if not self._prep_seconds else (0.7 * self._prep_seconds + 0.3 * prep)
+            )
         if fired:
-            took = time.monotonic() - began
+            # From the due time on, for a pass that started ahead: what a timer due while
+            # it runs waits for (see _gather_until).
+            took = ended - max(began, commit_at.deadline if commit_at is not None else began)
             self._pass_seconds = 0.7 * self._pass_seconds + 0.3 * took
         return fired
+
+    def _lead(self) -> float:
+        """How long before its due time a firing pass starts (PostgreSQL)."""
+        if not self._prep_seconds:
+            return PREFIRE_FIRST
+        return min(max(PREFIRE_FACTOR * self._prep_seconds, PREFIRE_MIN), PREFIRE_MAX)
 
     def _warm(self, target: float) -> None:
         """The next pass is due at ``target``, :data:`WARM_LEAD` from now: wake the

@@ -71,6 +71,7 @@ def operation(
     read: bool = False,
     conflict_retries: int = 0,
     locks: Callable[..., Iterable[RunLock | LatestRun]] | None = None,
+    alone: bool = False,
 ) -> Callable[[TxFunction[S, P, R]], Method[S, P, R]]: ...
 
 
@@ -81,6 +82,7 @@ def operation(
     read: bool = False,
     conflict_retries: int = 0,
     locks: Callable[..., Iterable[RunLock | LatestRun]] | None = None,
+    alone: bool = False,
 ) -> Any:
     """The coroutine method running ``fn(self, tx, *args)`` in one store transaction.
 
@@ -91,10 +93,12 @@ def operation(
     event id of an activity read with it, whether the change may close it) and workflow
     ids whose latest run it locks (:class:`LatestRun`, a start). A batch of changes on
     PostgreSQL locks and reads them all in one round trip (``engine._store.ahead``). A
-    hint only: the change locks what it locks whatever it says.
+    hint only: the change locks what it locks whatever it says. ``alone``: never batched
+    with other changes on PostgreSQL (``Store.transaction``; a change that may wait to
+    commit).
     """
     if fn is None:
-        return lambda f: _make(f, read, conflict_retries, locks)
+        return lambda f: _make(f, read, conflict_retries, locks, alone)
     return _make(fn, read, conflict_retries, locks)
 
 
@@ -103,6 +107,7 @@ def _make(
     read: bool,
     conflict_retries: int,
     locks: Callable[..., Iterable[RunLock | LatestRun]] | None = None,
+    alone: bool = False,
 ) -> Callable[..., Any]:
     if locks is not None:
         fn.lock_hint = locks  # type: ignore[attr-defined]  # read by ahead.lock_hint
@@ -113,6 +118,13 @@ def _make(
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             tx_fn = partial(fn, self, **kwargs) if kwargs else bind(fn, self)
             return self.store.read(tx_fn, *args)
+
+    elif alone:
+        assert not conflict_retries, "not needed yet"
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            tx_fn = partial(fn, self, **kwargs) if kwargs else bind(fn, self)
+            return self.store.transaction(tx_fn, *args, alone=True)
 
     elif not conflict_retries:
 

@@ -143,19 +143,24 @@ class Store:
             self._readers = _SqliteReaders(self)
             self._writer = _BatchingWriter(self)
 
-    async def transaction(self, fn: Callable[..., T], *args: Any) -> T:
+    async def transaction(self, fn: Callable[..., T], *args: Any, alone: bool = False) -> T:
         """Run ``fn(tx, *args)`` in one database transaction on the store's thread(s).
 
-        For changes. A function that only reads goes to :meth:`read` instead.
+        For changes. A function that only reads goes to :meth:`read` instead. ``alone``:
+        on PostgreSQL, in a transaction of its own, never batched with other changes (one
+        that waits to commit: ``StoreTx.commit_not_before``).
         """
         if self._closed:
             raise StoreError("the store is closed")
         loop = asyncio.get_running_loop()
-        writer = self._writer or self._pg_writers
-        if writer is None:  # not opened
+        if self._pg_writers is not None:
+            fut: asyncio.Future[T] = loop.create_future()
+            self._pg_writers.submit(fn, args, loop, fut, time.monotonic(), alone=alone)
+            return await fut
+        if self._writer is None:  # not opened
             return await loop.run_in_executor(self._executor, self._run, fn, args, time.monotonic())
-        fut: asyncio.Future[T] = loop.create_future()
-        writer.submit(fn, args, loop, fut, time.monotonic())
+        fut = loop.create_future()
+        self._writer.submit(fn, args, loop, fut, time.monotonic())
         return await fut
 
     async def hold(

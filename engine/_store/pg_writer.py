@@ -139,11 +139,15 @@ class PgWriters:
         loop: asyncio.AbstractEventLoop | None,
         fut: Any,
         since: float,
+        *,
+        alone: bool = False,
     ) -> None:
+        """Queue a change; ``alone``: to run in a transaction of its own."""
+        job: Job = (fn, args, loop, fut, since)
         with self._lock:
             if self._stopped:
                 raise StoreError("the store is closed")
-            self._queue.put((fn, args, loop, fut, since))
+            self._queue.put(_Alone(job) if alone else job)
 
     def warm(self) -> None:
         """Wake the threads (see ``Store.warm``): one item each, though a thread may take

@@ -8,7 +8,9 @@ than the database work itself).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -101,6 +103,18 @@ class _RunsAlone(StoreError):
     it out and runs it alone (``engine._store.pg_writer``)."""
 
 
+@dataclass
+class CommitAt:
+    """When a PostgreSQL transaction may commit, at the earliest (see
+    :meth:`StoreTx.commit_not_before`)."""
+
+    #: ``time.monotonic()`` before which the ``COMMIT`` is not sent.
+    deadline: float
+    #: Set by the commit: when everything before the ``COMMIT`` had reached the server and
+    #: come back (``time.monotonic()``), for the caller to see how long that took.
+    ready: float | None = None
+
+
 class StoreTx(
     NamespaceQueries,
     VisibilityQueries,
@@ -185,6 +199,9 @@ class StoreTx(
         self.known_runs: dict[str, tuple[Any, Any]] | None = None
         #: PostgreSQL: cursors for the second and later reads of a pipeline (:meth:`_q_many`).
         self._more_cursors: list[_Cursor] = []
+        #: PostgreSQL: a time before which this transaction must not commit
+        #: (:meth:`commit_not_before`). Changes batched together share it.
+        self._commit_at: CommitAt | None = None
         self._cursor: _Cursor
         self._wcursor: Any
         self._rows: Any = None  # PostgreSQL: the read cursors' row factory
@@ -229,6 +246,7 @@ class StoreTx(
             self._ahead_leftovers = follows._ahead_leftovers
             self._ahead_latest = follows._ahead_latest
             self._ahead_latest_runs = follows._ahead_latest_runs
+            self._commit_at = follows._commit_at
 
     def _q(self, q: Q, params: Any = None) -> _Cursor:
         """Run a statement whose result (rows, ``rowcount``) the caller reads."""
@@ -307,7 +325,24 @@ class StoreTx(
         if not self._begun and not self._deferred and not notify_params:
             return  # nothing was sent: no transaction was opened
         self._deferred += [(notify_sql, p) for p in notify_params]
+        at = self._commit_at
+        if at is not None:
+            # Everything but the COMMIT now (a round trip), then the wait, then the COMMIT
+            # alone: what remains on the due time's path is the commit's own round trip.
+            self._pipelined(None, None)
+            at.ready = time.monotonic()
+            if (wait := at.deadline - at.ready) > 0:
+                time.sleep(wait)
         self._pipelined(None, None, ("COMMIT",))
+
+    def commit_not_before(self, at: CommitAt) -> None:
+        """PostgreSQL: commit no earlier than ``at.deadline`` (``time.monotonic()``). The
+        commit sends every write first and waits then, holding the transaction's locks (the
+        timer loop's firing pass, started a little before its timers are due: see
+        ``engine._service.host``). Changes batched with this one wait with it."""
+        if not self.postgres or self.read_only:
+            raise StoreError("only a PostgreSQL write transaction can wait to commit")
+        self._commit_at = at
 
     def limit_lock_waits(self, ms: int) -> None:
         """PostgreSQL: wait at most ``ms`` milliseconds (0: without limit) for any lock in

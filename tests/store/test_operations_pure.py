@@ -33,7 +33,7 @@ from engine._service.clock import Clock
 from engine._service.operation import OPERATIONS
 from engine._service.service import Service
 from engine._service.types import ActivityTask, StartWorkflowRequest, WorkflowTask
-from engine._store.tx import StoreTx
+from engine._store.tx import CommitAt, StoreTx
 
 NS, QUEUE, WORKER = "default", "q", "worker-1"
 T0 = 1_800_000_000.0
@@ -333,6 +333,22 @@ async def fire_due_timers_eager(svc: Service, clock: FrozenClock) -> Op:
     return lambda: svc.fire_due_timers_eager(eager, expected)
 
 
+async def fire_timers_at(svc: Service, clock: FrozenClock) -> Op:
+    """The pass a timer loop starts ahead of its timers (PostgreSQL), run once the clock
+    has passed its time: it fires as of now, as :func:`fire_due_timers_eager` does (one
+    that waits to commit is in ``test_timer_prefire``)."""
+    held = await _workflow_task(svc)
+    await svc.complete_workflow_task(
+        held, [cmd.StartTimer(seq=1, timer_id="t1", duration=5.0)], WORKER
+    )
+    eager = {held.run_id: _reservation("next", {held.run_id: 5})}
+    clock.t += 10.0
+    _, upcoming = await svc.next_timers(10)
+    expected = [(timer_id, run_id) for run_id, _, timer_id in upcoming]
+    at = clock.t - 1.0
+    return lambda: svc.fire_timers_at(at, CommitAt(0.0), eager, expected)
+
+
 async def skip_to_next_timer(svc: Service, clock: FrozenClock) -> Op:
     task = await _workflow_task(svc)
     await svc.complete_workflow_task(
@@ -492,6 +508,7 @@ CASES: dict[str, list[Setup]] = {
     "heartbeat_activity_by_ref": [heartbeat_activity_by_ref],
     "fire_due_timers": [fire_due_timers],
     "fire_due_timers_eager": [fire_due_timers_eager],
+    "fire_timers_at": [fire_timers_at],
     "skip_to_next_timer": [skip_to_next_timer],
     "add_search_attributes": [add_search_attributes],
     "remove_search_attributes": [remove_search_attributes],

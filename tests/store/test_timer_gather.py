@@ -91,10 +91,15 @@ async def test_a_pass_that_fired_is_not_followed_by_an_empty_one(db_url: str) ->
         svc = client.service
         await _with_timers(svc, "wf-0", "t", duration=0.3)
         calls: list[int] = []
-        eager, plain = svc.fire_due_timers_eager, svc.fire_due_timers
+        eager, ahead, plain = svc.fire_due_timers_eager, svc.fire_timers_at, svc.fire_due_timers
 
         async def spy_eager(*args: Any) -> Any:
             fired, started = await eager(*args)
+            calls.append(fired)
+            return fired, started
+
+        async def spy_ahead(*args: Any) -> Any:  # PostgreSQL: a pass started ahead
+            fired, started = await ahead(*args)
             calls.append(fired)
             return fired, started
 
@@ -104,6 +109,7 @@ async def test_a_pass_that_fired_is_not_followed_by_an_empty_one(db_url: str) ->
             return fired
 
         svc.fire_due_timers_eager = spy_eager  # type: ignore[method-assign]
+        svc.fire_timers_at = spy_ahead  # type: ignore[method-assign]
         svc.fire_due_timers = spy_plain  # type: ignore[method-assign]
         clock.run()
         host = ServiceHost(svc, poll_interval=5.0, sweep_delay=60.0)

@@ -1,0 +1,167 @@
+"""PostgreSQL: the timer loop starts a firing pass a little before its timers are due; the
+pass reads, locks and writes what they need, then commits once the clock reaches their
+due time (``StoreTx.commit_not_before``, ``ServiceHost._lead``). Nothing outside the
+transaction may see a timer fire before it is due, and a change to one of its runs waits
+for the commit. SQLite passes fire as of now, as before."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from engine import Client
+from engine._service.clock import Clock
+from engine._service.host import ServiceHost
+from engine._store.gateway import Store
+from engine._store.tx import CommitAt, StoreTx
+from engine.exceptions import StoreError
+
+from .test_operations_pure import NS, T0
+from .test_timer_lookahead import _expected, _types, _with_timers
+
+
+class MonotonicClock(Clock):
+    """Real time from ``time.monotonic()``, so that a wait measured on the monotonic clock
+    (the commit's) and this clock's readings agree exactly."""
+
+    def __init__(self) -> None:
+        self._base = time.monotonic()
+
+    def now(self) -> float:
+        return T0 + (time.monotonic() - self._base)
+
+
+async def _fired_at(client: Client, workflow_id: str) -> float | None:
+    handle = client.get_workflow_handle(workflow_id)
+    async for event in handle.fetch_history_events():
+        if event.event_type == "TimerFired":
+            return float(event.event_time)
+    return None
+
+
+async def test_a_pass_started_ahead_is_seen_only_once_its_timers_are_due(pg_url: str) -> None:
+    clock = MonotonicClock()
+    async with await Client.connect(pg_url, namespace=NS, clock=clock) as client:
+        svc = client.service
+        await _with_timers(svc, "wf-1", "t", duration=0.5)
+        expected = await _expected(svc)
+        _, upcoming = await svc.next_timers(8)
+        at = upcoming[0][1]
+        assert at - clock.now() > 0.3, "the set-up took too long to test a wait"
+        commit_at = CommitAt(time.monotonic() + clock.real_delay(at))
+        firing = asyncio.ensure_future(svc.fire_timers_at(at, commit_at, {}, expected))
+        # Another connection (a reader) looks while the pass waits to commit.
+        seen_before = 0
+        while not firing.done():
+            fired = await _fired_at(client, "wf-1")
+            read_ended = clock.now()
+            if fired is None:
+                seen_before += read_ended < at
+            else:  # the commit came before this read ended: the timer was due by then
+                assert read_ended >= at
+            await asyncio.sleep(0.01)
+        count, started = await firing
+        assert (count, started) == (1, {})
+        assert clock.now() >= at
+        assert seen_before >= 5, "the reads should have overlapped the wait"
+        # Written before the wait, committed after it; stamped with the due time.
+        assert commit_at.ready is not None and commit_at.ready < commit_at.deadline
+        assert await _fired_at(client, "wf-1") == at
+
+
+async def test_a_change_to_a_run_waits_for_the_pass_that_fires_its_timer(pg_url: str) -> None:
+    clock = MonotonicClock()
+    async with await Client.connect(pg_url, namespace=NS, clock=clock) as client:
+        svc = client.service
+        await _with_timers(svc, "wf-1", "t", duration=0.5)
+        expected = await _expected(svc)
+        _, upcoming = await svc.next_timers(8)
+        at = upcoming[0][1]
+        commit_at = CommitAt(time.monotonic() + clock.real_delay(at))
+        firing = asyncio.ensure_future(svc.fire_timers_at(at, commit_at, {}, expected))
+        while commit_at.ready is None:  # the pass holds the run's lock and waits
+            await asyncio.sleep(0.002)
+        assert clock.now() < at
+        await svc.signal_workflow(NS, "wf-1", None, "sig", [{"data": "Mg=="}], "me")
+        assert clock.now() >= at  # the signal waited for the lock
+        await firing
+        types = await _types(client, "wf-1")
+        assert types.index("TimerFired") < types.index("WorkflowExecutionSignaled"), types
+
+
+async def test_the_loop_starts_a_pass_ahead_on_postgresql_only(db_url: str) -> None:
+    """The loop's pass for a timer starts before it is due on PostgreSQL, and its event
+    carries the due time; on SQLite the pass starts once it is due and fires as of then."""
+    clock = MonotonicClock()
+    async with await Client.connect(db_url, namespace=NS, clock=clock) as client:
+        svc = client.service
+        await _with_timers(svc, "wf-1", "t", duration=0.3)
+        _, upcoming = await svc.next_timers(8)
+        due = upcoming[0][1]
+        calls: list[tuple[float, float]] = []  # (clock at the call, the pass's time)
+        ahead = svc.fire_timers_at
+
+        async def spy(at: float, commit_at: CommitAt, *args: Any) -> Any:
+            calls.append((clock.now(), at))
+            return await ahead(at, commit_at, *args)
+
+        svc.fire_timers_at = spy  # type: ignore[method-assign]
+        host = ServiceHost(svc, poll_interval=5.0, sweep_delay=60.0)
+        host.start()
+        try:
+            for _ in range(200):
+                if (fired := await _fired_at(client, "wf-1")) is not None:
+                    break
+                await asyncio.sleep(0.02)
+        finally:
+            await host.stop()
+    assert fired is not None
+    if client.service.store.postgres:
+        assert len(calls) == 1, calls
+        called, at = calls[0]
+        assert at == due and called < due
+        assert fired == due
+    else:
+        assert calls == []
+        assert fired >= due
+
+
+async def test_only_a_postgresql_write_transaction_waits_to_commit(tmp_path: Any) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'd.db'}")
+    store.open()
+    try:
+
+        def wait(tx: StoreTx) -> None:
+            tx.commit_not_before(CommitAt(time.monotonic() + 1.0))
+
+        with pytest.raises(StoreError, match="only a PostgreSQL write transaction"):
+            await store.transaction(wait)
+    finally:
+        store.close()
+
+
+async def test_a_change_submitted_alone_is_never_batched(pg_url: str) -> None:
+    """Changes waiting together share a transaction; one submitted ``alone`` has its own
+    (told apart by ``txid_current()``)."""
+    store = Store(pg_url)
+    store.open()
+    try:
+
+        def txid(tx: StoreTx) -> int:
+            return int(tx.conn.exec_driver_sql("SELECT txid_current()").scalar_one())
+
+        for _ in range(20):
+            plain = [store.transaction(txid) for _ in range(24)]
+            alone = [store.transaction(txid, alone=True) for _ in range(4)]
+            ids = await asyncio.gather(*plain[:12], *alone, *plain[12:])
+            mine = ids[12:16]
+            others = ids[:12] + ids[16:]
+            assert len(set(mine)) == 4 and not set(mine) & set(others), ids
+            if len(set(others)) < len(others):
+                return  # some were batched, and the alone ones were not
+        pytest.fail("no changes were batched in 20 tries: the test shows nothing")
+    finally:
+        store.close()
