@@ -48,12 +48,19 @@ WARM_LEAD = 0.02
 #: PostgreSQL: how long before its timers are due a firing pass starts, at first (seconds).
 #: It reads and writes what they need meanwhile, holding their runs' locks, and commits
 #: when they are due (``StoreTx.commit_not_before``): at the due time, only the commit's
-#: round trip is left to wait for. Later, :data:`PREFIRE_FACTOR` times as long as the part
-#: before the commit took lately, within :data:`PREFIRE_MIN` and :data:`PREFIRE_MAX`.
+#: round trip is left to wait for. Later, :data:`PREFIRE_FACTOR` times as long as that part
+#: of a pass took lately (passes of about as many timers: it grows with them), within
+#: :data:`PREFIRE_MIN` and :data:`PREFIRE_MAX`. Generous: on a virtual machine that part
+#: varies twofold from one pass to the next, and starting early only holds the timers'
+#: runs (a change to one of them waits for the pass) and a connection a little longer.
 PREFIRE_FIRST = 0.004
-PREFIRE_FACTOR = 1.5
-PREFIRE_MIN = 0.0015
-PREFIRE_MAX = 0.015
+PREFIRE_FACTOR = 2.0
+PREFIRE_MIN = 0.002
+PREFIRE_MAX = 0.02
+
+#: The loop looks at the timers at least every ``poll_interval``; when that look would come
+#: less than this before the next timer is due (seconds), it comes this long before instead.
+POLL_SLACK = 0.05
 
 #: Clock seconds between two retention sweeps, and from the host's start to its first.
 SWEEP_INTERVAL = 60.0
@@ -80,14 +87,16 @@ class ServiceHost:
         #: The first timers by due time (run id, due, timer id), read before the wait.
         self._upcoming: list[tuple[str, float, int]] = []
         #: How long a firing pass that fired something took lately (seconds, a moving
-        #: average): the timers due within that long after the next one wait for it.
-        self._pass_seconds = 0.0
+        #: average): the timers due within that long after the next one wait for it. Before
+        #: the first, half the most it waits for them.
+        self._pass_seconds = GATHER_MAX / 2
         #: PostgreSQL: the due time the next firing pass fires as of, when it starts ahead
         #: of it (see :data:`PREFIRE_FIRST`); None: a pass as of now.
         self._at: float | None = None
         #: How long a pass started ahead took lately until only its commit was left
-        #: (seconds, a moving average; 0: none yet).
-        self._prep_seconds = 0.0
+        #: (seconds, a moving average), by how many timers it expected (a power of two:
+        #: 1, 2-3, 4-7, ... as ``int.bit_length``).
+        self._prep_seconds: dict[int, float] = {}
         #: Wakes the loop for the next timer on time (asyncio's own waits end up to a
         #: millisecond or more late: see ``engine._service.alarm``).
         self._alarm = Alarm("durable-timer-alarm")
@@ -113,6 +122,12 @@ class ServiceHost:
         clock = service.clock
         notifier = service.store.notifier
         self._next_sweep = clock.now() + self.sweep_delay
+        # Whether something is known to be due (the wait ended at its timer, or the read
+        # found one due): only then a firing pass. After a notification or the poll
+        # interval the turn reads first (the read covers every kind of deadline), so no
+        # write transaction runs for nothing, and a pass just before a timer is due does
+        # not hold up the one that starts ahead of it. Under time skipping, a pass each turn.
+        due = True
         while not self._stopping:
             try:
                 # One batch per turn, between the timers; a full one leaves the next due.
@@ -120,24 +135,34 @@ class ServiceHost:
                 if not clock.skipping and clock.now() >= self._next_sweep:
                     await self._sweep_batch()
                 generation = notifier.generation(TIMERS_CHANNEL)
-                fired = await self._fire_due()
+                fired = await self._fire_due() if due or clock.skipping else 0
+                due = True  # until the wait below says otherwise (an error: a pass again)
                 # A full pass leaves more due: another at once. After any other, the read
                 # of the next timers below finds what came due meanwhile (a wait of zero),
                 # so no write transaction runs for nothing beside the tasks just started.
                 # Under time skipping, as before: a pass again at once.
                 if fired >= FIRE_LIMIT or (fired and clock.skipping):
                     continue
-                if await service.fire_due_schedules():
-                    continue
-                if clock.skipping and getattr(clock, "auto_skip", False):
-                    # Give in-process workers a moment to pick up anything just committed.
-                    await asyncio.sleep(0.002)
-                    if await service.skip_to_next_timer():
-                        continue
                 if clock.skipping:
+                    if await service.fire_due_schedules():
+                        continue
+                    if getattr(clock, "auto_skip", False):
+                        # Give in-process workers a moment to pick up anything just committed.
+                        await asyncio.sleep(0.002)
+                        if await service.skip_to_next_timer():
+                            continue
                     next_at = await service.next_timer_at()
                 else:
-                    next_at, self._upcoming = await service.next_timers(EAGER_LOOKAHEAD)
+                    # The schedules due and the next timers, read at the same time (two
+                    # round trips at once, not one after the other: a timer due just after
+                    # the pass that ended waits for them). A schedule's pass may add timers:
+                    # after one, the turn starts again and reads them.
+                    ran, (next_at, upcoming) = await asyncio.gather(
+                        service.fire_due_schedules(), service.next_timers(EAGER_LOOKAHEAD)
+                    )
+                    if ran:
+                        continue
+                    self._upcoming = upcoming
                 delay = self.poll_interval
                 if not clock.skipping:  # wake for the next sweep batch too
                     delay = min(delay, clock.real_delay(self._next_sweep))
@@ -151,9 +176,15 @@ class ServiceHost:
                         if timer_delay <= delay:
                             delay = timer_delay
                         else:
+                            # A look just before the timer would cut into its pass's
+                            # time: looking earlier keeps the wait for the timer whole.
+                            if timer_delay <= delay + POLL_SLACK:
+                                delay = timer_delay - POLL_SLACK
                             target = None
                 # PostgreSQL: the pass starts a little ahead and commits at the target.
-                lead = self._lead() if target is not None and service.store.postgres else 0.0
+                lead = 0.0
+                if target is not None and service.store.postgres:
+                    lead = self._lead(sum(1 for e in self._upcoming if e[1] <= target))
                 if target is not None and delay - lead > 2 * WARM_LEAD:
                     # Most of the wait, then wake the threads the timers will need, then
                     # the rest (a notification in the first part starts the turn again).
@@ -163,6 +194,7 @@ class ServiceHost:
                         since=generation,
                         call_later=self._alarm.call_later,
                     ):
+                        due = clock.skipping
                         continue
                     self._warm(target)
                     delay = clock.real_delay(target)
@@ -172,7 +204,10 @@ class ServiceHost:
                 if delay > 0 and await notifier.wait(
                     TIMERS_CHANNEL, delay, since=generation, call_later=self._alarm.call_later
                 ):
-                    self._at = None  # something changed: a pass as of now looks first
+                    self._at = None  # something changed: read again first
+                    due = False
+                elif delay > 0 and target is None:
+                    due = False  # the poll interval (or a sweep) ended the wait: read first
             except asyncio.CancelledError:
                 raise
             except StoreUnavailableError as err:  # the store logs outages itself, once
@@ -231,21 +266,26 @@ class ServiceHost:
         ended = time.monotonic()
         if commit_at is not None and commit_at.ready is not None:
             prep = commit_at.ready - began
-            self._prep_seconds = (
-                prep if not self._prep_seconds else (0.7 * self._prep_seconds + 0.3 * prep)
-            )
+            size = len(expected).bit_length()
+            last = self._prep_seconds.get(size)
+            self._prep_seconds[size] = prep if last is None else 0.7 * last + 0.3 * prep
         if fired:
-            # From the due time on, for a pass that started ahead: what a timer due while
-            # it runs waits for (see _gather_until).
-            took = ended - max(began, commit_at.deadline if commit_at is not None else began)
-            self._pass_seconds = 0.7 * self._pass_seconds + 0.3 * took
+            # The whole pass, its wait included: a timer due just after the ones it fires
+            # waits for it, then for the loop's reads, then for a pass of its own (started
+            # late, so not ahead), which costs it more than the pass did.
+            self._pass_seconds = 0.7 * self._pass_seconds + 0.3 * (ended - began)
         return fired
 
-    def _lead(self) -> float:
-        """How long before its due time a firing pass starts (PostgreSQL)."""
-        if not self._prep_seconds:
+    def _lead(self, timers: int) -> float:
+        """How long before its due time a firing pass of ``timers`` starts (PostgreSQL):
+        after passes of about as many, from how long they took; else from the largest
+        figure of fewer timers; else :data:`PREFIRE_FIRST`."""
+        size = max(timers, 1).bit_length()
+        known = [seconds for n, seconds in self._prep_seconds.items() if n <= size]
+        if not known:
             return PREFIRE_FIRST
-        return min(max(PREFIRE_FACTOR * self._prep_seconds, PREFIRE_MIN), PREFIRE_MAX)
+        prep = self._prep_seconds.get(size, max(known))
+        return min(max(PREFIRE_FACTOR * prep, PREFIRE_MIN), PREFIRE_MAX)
 
     def _warm(self, target: float) -> None:
         """The next pass is due at ``target``, :data:`WARM_LEAD` from now: wake the
