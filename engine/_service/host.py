@@ -171,16 +171,7 @@ class ServiceHost:
                     if clock.skipping:
                         delay = min(delay, clock.real_delay(next_at), 0.05)
                     else:
-                        target = self._gather_until(next_at)
-                        timer_delay = clock.real_delay(target)
-                        if timer_delay <= delay:
-                            delay = timer_delay
-                        else:
-                            # A look just before the timer would cut into its pass's
-                            # time: looking earlier keeps the wait for the timer whole.
-                            if timer_delay <= delay + POLL_SLACK:
-                                delay = timer_delay - POLL_SLACK
-                            target = None
+                        delay, target = self._next_wait(delay, next_at)
                 # PostgreSQL: the pass starts a little ahead and commits at the target.
                 lead = 0.0
                 if target is not None and service.store.postgres:
@@ -275,6 +266,20 @@ class ServiceHost:
             # late, so not ahead), which costs it more than the pass did.
             self._pass_seconds = 0.7 * self._pass_seconds + 0.3 * (ended - began)
         return fired
+
+    def _next_wait(self, delay: float, next_at: float) -> tuple[float, float | None]:
+        """How long to wait (real seconds) when the next timer is due at ``next_at`` and
+        the loop would look again after ``delay`` anyway; and the next pass's due time if
+        the wait is for it (see :meth:`_gather_until`), else None."""
+        target = self._gather_until(next_at)
+        timer_delay = self.service.clock.real_delay(target)
+        if timer_delay <= delay:
+            return timer_delay, target
+        if timer_delay <= delay + POLL_SLACK:
+            # A look just before the timer would cut into its pass's time: looking earlier
+            # keeps the wait for the timer whole.
+            return timer_delay - POLL_SLACK, None
+        return delay, None
 
     def _lead(self, timers: int) -> float:
         """How long before its due time a firing pass of ``timers`` starts (PostgreSQL):

@@ -14,7 +14,14 @@ import pytest
 
 from engine import Client
 from engine._service.clock import Clock
-from engine._service.host import ServiceHost
+from engine._service.host import (
+    POLL_SLACK,
+    PREFIRE_FIRST,
+    PREFIRE_MAX,
+    PREFIRE_MIN,
+    ServiceHost,
+)
+from engine._service.state import TIMERS_CHANNEL
 from engine._store.gateway import Store
 from engine._store.tx import CommitAt, StoreTx
 from engine.exceptions import StoreError
@@ -165,3 +172,81 @@ async def test_a_change_submitted_alone_is_never_batched(pg_url: str) -> None:
         pytest.fail("no changes were batched in 20 tries: the test shows nothing")
     finally:
         store.close()
+
+
+class _Counting:
+    """Counts the firing passes a service runs (each kind the loop may call)."""
+
+    def __init__(self, svc: Any) -> None:
+        self.calls: list[str] = []
+        for name in ("fire_due_timers", "fire_due_timers_eager", "fire_timers_at"):
+            setattr(svc, name, self._spy(name, getattr(svc, name)))
+
+    def _spy(self, name: str, method: Any) -> Any:
+        async def spy(*args: Any) -> Any:
+            self.calls.append(name)
+            return await method(*args)
+
+        return spy
+
+
+async def test_the_loop_runs_no_pass_for_nothing(db_url: str) -> None:
+    """With nothing due, the loop looks (a read) every poll interval and after every
+    notification, and runs a firing pass (a write) only when it starts."""
+    async with await Client.connect(db_url, namespace=NS, clock=MonotonicClock()) as client:
+        svc = client.service
+        await _with_timers(svc, "wf-1", "t", duration=600.0)
+        counting = _Counting(svc)
+        looks = []
+        next_timers = svc.next_timers
+
+        async def spy_next(*args: Any) -> Any:
+            looks.append(1)
+            return await next_timers(*args)
+
+        svc.next_timers = spy_next  # type: ignore[method-assign]
+        host = ServiceHost(svc, poll_interval=0.02, sweep_delay=60.0)
+        host.start()
+        try:
+            await asyncio.sleep(0.3)
+            for _ in range(5):
+                svc.store.notifier.notify(TIMERS_CHANNEL)
+                await asyncio.sleep(0.01)
+        finally:
+            await host.stop()
+    assert len(looks) >= 10, looks
+    assert counting.calls == ["fire_due_timers"], counting.calls
+
+
+def test_a_look_due_just_before_a_timer_comes_earlier() -> None:
+    clock = MonotonicClock()
+    host = ServiceHost(_ServiceStub(clock))  # type: ignore[arg-type]
+    host._upcoming = []
+    now = clock.now()
+    # The timer is due within the wait: the wait is for it.
+    delay, target = host._next_wait(0.5, now + 0.3)
+    assert target == now + 0.3 and 0.29 < delay <= 0.3
+    # Due just after the look would come: the look comes POLL_SLACK before the timer.
+    delay, target = host._next_wait(0.5, now + 0.52)
+    assert target is None and 0.51 - POLL_SLACK < delay <= 0.52 - POLL_SLACK
+    # Due well after: the look comes when it would.
+    assert host._next_wait(0.5, now + 0.6) == (0.5, None)
+
+
+class _ServiceStub:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+
+def test_a_pass_starts_ahead_by_what_passes_of_as_many_timers_took() -> None:
+    host = ServiceHost(_ServiceStub(MonotonicClock()))  # type: ignore[arg-type]
+    assert host._lead(1) == PREFIRE_FIRST  # nothing measured yet
+    host._prep_seconds = {1: 0.003, 5: 0.006}  # one timer; 16 to 31
+    assert host._lead(1) == pytest.approx(2 * 0.003)
+    assert host._lead(20) == pytest.approx(2 * 0.006)
+    # Sizes not measured yet: the largest figure of fewer timers.
+    assert host._lead(3) == pytest.approx(2 * 0.003)
+    assert host._lead(100) == pytest.approx(2 * 0.006)
+    # Within bounds.
+    host._prep_seconds = {1: 0.0001, 5: 1.0}
+    assert host._lead(1) == PREFIRE_MIN and host._lead(20) == PREFIRE_MAX
