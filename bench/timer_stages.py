@@ -10,7 +10,9 @@ the two reads, from the timestamps the run's history holds:
   asks for the timer, until its completion is written; the timer counts from then, as on
   Temporal's server);
 - ``fire``: from when the timer was due (``TimerStarted`` + 1 s) to ``TimerFired`` (the
-  timer loop waking up and the firing transaction starting);
+  timer loop waking up and the firing transaction starting; on PostgreSQL the pass starts
+  ahead and stamps its events with its due time, the latest of the timers it gathered, so
+  this is how long each waited for the others, and its commit falls in ``run``);
 - ``dispatch``: from ``TimerFired`` to the next ``WorkflowTaskStarted`` (the task reaching a
   worker: handed over in the same transaction, or through a poll);
 - ``run``: from ``WorkflowTaskStarted`` to the read after the sleep (the firing transaction's
