@@ -316,12 +316,13 @@ class ActivityOps:
         expected: Sequence[tuple[int, str]] = (),
         limit: int = 200,
     ) -> tuple[int, dict[str, WorkflowTask]]:
-        """PostgreSQL: :meth:`fire_due_timers_eager` a little ahead of the due time ``at``
-        (clock time): what is due by ``at`` fires with ``at`` as its time, every write is
-        sent, and the commit waits for ``commit_at.deadline`` (when the clock reads ``at``)
-        holding the runs' locks, so nothing is seen to fire early. Alone in its
-        transaction: no other change waits with it. Where the clock has passed ``at``
-        already, a pass as :meth:`fire_due_timers_eager` does, now."""
+        """:meth:`fire_due_timers_eager` a little ahead of the due time ``at`` (clock
+        time): what is due by ``at`` fires with ``at`` as its time, and the commit waits
+        for ``commit_at.deadline`` (when the clock reads ``at``) holding the runs' locks (on
+        SQLite, the write lock), so nothing is seen to fire early. On PostgreSQL every
+        write is sent before the wait, and the pass is alone in its transaction: no other
+        change of this process waits with it. Where the clock has passed ``at`` already, a
+        pass as :meth:`fire_due_timers_eager` does, now."""
         return self._fire_due_timers(tx, limit, eager, expected, at, commit_at)
 
     def _fire_due_timers(

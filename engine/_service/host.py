@@ -45,17 +45,19 @@ EXPECT_MARGIN = 0.002
 #: would otherwise wait longer than twice this.
 WARM_LEAD = 0.02
 
-#: PostgreSQL: how long before its timers are due a firing pass starts, at first (seconds).
-#: It reads and writes what they need meanwhile, holding their runs' locks, and commits
-#: when they are due (``StoreTx.commit_not_before``): at the due time, only the commit's
-#: round trip is left to wait for. Later, :data:`PREFIRE_FACTOR` times as long as that part
+#: How long before its timers are due a firing pass starts, at first (seconds). It reads
+#: and writes what they need meanwhile, holding their runs' locks (on SQLite, the write
+#: lock), and commits when they are due (``StoreTx.commit_not_before``): at the due time,
+#: only the commit is left to wait for (on PostgreSQL, its round trip). Later, :data:`PREFIRE_FACTOR` times as long as that part
 #: of a pass took lately (passes of about as many timers: it grows with them), within
 #: :data:`PREFIRE_MIN` and :data:`PREFIRE_MAX`. Generous: on a virtual machine that part
 #: varies twofold from one pass to the next, and starting early only holds the timers'
-#: runs (a change to one of them waits for the pass) and a connection a little longer.
+#: runs (a change to one of them waits for the pass) and a connection a little longer (on
+#: SQLite, the writer: the changes of this process queue meanwhile, and commit together
+#: after it).
 PREFIRE_FIRST = 0.004
 PREFIRE_FACTOR = 2.0
-PREFIRE_MIN = 0.002
+PREFIRE_MIN = 0.001
 PREFIRE_MAX = 0.02
 
 #: The loop looks at the timers at least every ``poll_interval``; when that look would come
@@ -90,7 +92,7 @@ class ServiceHost:
         #: average): the timers due within that long after the next one wait for it. Before
         #: the first, half the most it waits for them.
         self._pass_seconds = GATHER_MAX / 2
-        #: PostgreSQL: the due time the next firing pass fires as of, when it starts ahead
+        #: The due time the next firing pass fires as of, when it starts ahead
         #: of it (see :data:`PREFIRE_FIRST`); None: a pass as of now.
         self._at: float | None = None
         #: How long a pass started ahead took lately until only its commit was left
@@ -172,9 +174,9 @@ class ServiceHost:
                         delay = min(delay, clock.real_delay(next_at), 0.05)
                     else:
                         delay, target = self._next_wait(delay, next_at)
-                # PostgreSQL: the pass starts a little ahead and commits at the target.
+                # The pass starts a little ahead and commits at the target.
                 lead = 0.0
-                if target is not None and service.store.postgres:
+                if target is not None:
                     lead = self._lead(sum(1 for e in self._upcoming if e[1] <= target))
                 if target is not None and delay - lead > 2 * WARM_LEAD:
                     # Most of the wait, then wake the threads the timers will need, then
@@ -214,7 +216,7 @@ class ServiceHost:
         transaction locks their runs with its first read. Their runs' workers may hold
         them in their caches: a slot is reserved with each such worker of this process,
         and the transaction that fires the timer starts the run's workflow task for it
-        (no poll, no wake-up). On PostgreSQL, a pass the wait ended ahead of its due time
+        (no poll, no wake-up). A pass the wait ended ahead of its due time
         (``self._at``) fires what is due by then, and commits at that time."""
         service = self.service
         reservations = {}
@@ -282,7 +284,7 @@ class ServiceHost:
         return delay, None
 
     def _lead(self, timers: int) -> float:
-        """How long before its due time a firing pass of ``timers`` starts (PostgreSQL):
+        """How long before its due time a firing pass of ``timers`` starts:
         after passes of about as many, from how long they took; else from the largest
         figure of fewer timers; else :data:`PREFIRE_FIRST`."""
         size = max(timers, 1).bit_length()

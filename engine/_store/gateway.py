@@ -332,6 +332,8 @@ class Store:
                         # trip; SQLAlchemy's commit then finds nothing left to commit.
                         token = self._token
                         tx.commit_pipelined(NOTIFY_SQL, notify_params(token, tx.wakeups))
+                    elif not read_only:
+                        tx.wait_to_commit()
             except Exception as err:
                 # Statements run on the driver's cursor: its errors arrive unwrapped.
                 if not is_database_error(err):
@@ -494,15 +496,19 @@ class _BatchingWriter:
             pending: list[dict[str, Any]] = []
             try:
                 with _immediate(conn):
+                    txs = []
                     for fn, args, _, _, _ in batch:
                         # One StoreTx each: a change may withdraw its own wake-ups (an
                         # eager hand-off), never another caller's.
                         tx = StoreTx(conn, postgres=False, pending_events=pending)
                         results.append(fn(tx, *args))
+                        txs.append(tx)
                         wakeups |= tx.wakeups
                         messages.update(tx.messages)
                         effects += tx.after
                     tx.write_pending_events()
+                    for tx in txs:  # a change that waits to commit: the batch waits with it
+                        tx.wait_to_commit()
             except Exception:
                 pass  # run them one by one below, to find the failing one
             else:
@@ -537,6 +543,7 @@ class _BatchingWriter:
                     tx = StoreTx(conn, postgres=False)
                     result = fn(tx, *args)
                     tx.write_pending_events()
+                    tx.wait_to_commit()
                 return result, tx
             except (DBAPIError, sqlite3.Error) as err:
                 kind = classify(err)

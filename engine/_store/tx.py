@@ -115,6 +115,13 @@ class CommitAt:
     ready: float | None = None
 
 
+def wait_for(at: CommitAt) -> None:
+    """Note when the transaction was ready to commit, then sleep until ``at.deadline``."""
+    at.ready = time.monotonic()
+    if (wait := at.deadline - at.ready) > 0:
+        time.sleep(wait)
+
+
 class StoreTx(
     NamespaceQueries,
     VisibilityQueries,
@@ -325,24 +332,29 @@ class StoreTx(
         if not self._begun and not self._deferred and not notify_params:
             return  # nothing was sent: no transaction was opened
         self._deferred += [(notify_sql, p) for p in notify_params]
-        at = self._commit_at
-        if at is not None:
+        if self._commit_at is not None:
             # Everything but the COMMIT now (a round trip), then the wait, then the COMMIT
             # alone: what remains on the due time's path is the commit's own round trip.
             self._pipelined(None, None)
-            at.ready = time.monotonic()
-            if (wait := at.deadline - at.ready) > 0:
-                time.sleep(wait)
+            wait_for(self._commit_at)
         self._pipelined(None, None, ("COMMIT",))
 
     def commit_not_before(self, at: CommitAt) -> None:
-        """PostgreSQL: commit no earlier than ``at.deadline`` (``time.monotonic()``). The
-        commit sends every write first and waits then, holding the transaction's locks (the
-        timer loop's firing pass, started a little before its timers are due: see
-        ``engine._service.host``). Changes batched with this one wait with it."""
-        if not self.postgres or self.read_only:
-            raise StoreError("only a PostgreSQL write transaction can wait to commit")
+        """Commit no earlier than ``at.deadline`` (``time.monotonic()``), holding the
+        transaction's locks meanwhile (the timer loop's firing pass, started a little
+        before its timers are due: see ``engine._service.host``). On PostgreSQL the commit
+        sends every write first, then waits; on SQLite the writer waits before its commit
+        (:meth:`wait_to_commit`). Changes batched with this one wait with it."""
+        if self.read_only:
+            raise StoreError("a read-only transaction has no commit to wait for")
         self._commit_at = at
+
+    def wait_to_commit(self) -> None:
+        """SQLite: the wait :meth:`commit_not_before` asked for, if any (the store's writer
+        calls it just before it commits; PostgreSQL's :meth:`commit_pipelined` waits
+        itself)."""
+        if self._commit_at is not None:
+            wait_for(self._commit_at)
 
     def limit_lock_waits(self, ms: int) -> None:
         """PostgreSQL: wait at most ``ms`` milliseconds (0: without limit) for any lock in

@@ -1,8 +1,9 @@
-"""PostgreSQL: the timer loop starts a firing pass a little before its timers are due; the
-pass reads, locks and writes what they need, then commits once the clock reaches their
-due time (``StoreTx.commit_not_before``, ``ServiceHost._lead``). Nothing outside the
-transaction may see a timer fire before it is due, and a change to one of its runs waits
-for the commit. SQLite passes fire as of now, as before."""
+"""The timer loop starts a firing pass a little before its timers are due; the pass reads,
+locks and writes what they need, then commits once the clock reaches their due time
+(``StoreTx.commit_not_before``, ``ServiceHost._lead``). Nothing outside the transaction
+may see a timer fire before it is due, and a change to one of its runs waits for the
+commit. On SQLite and PostgreSQL; on PostgreSQL the pass is never batched with other
+changes."""
 
 from __future__ import annotations
 
@@ -49,9 +50,9 @@ async def _fired_at(client: Client, workflow_id: str) -> float | None:
     return None
 
 
-async def test_a_pass_started_ahead_is_seen_only_once_its_timers_are_due(pg_url: str) -> None:
+async def test_a_pass_started_ahead_is_seen_only_once_its_timers_are_due(db_url: str) -> None:
     clock = MonotonicClock()
-    async with await Client.connect(pg_url, namespace=NS, clock=clock) as client:
+    async with await Client.connect(db_url, namespace=NS, clock=clock) as client:
         svc = client.service
         await _with_timers(svc, "wf-1", "t", duration=0.5)
         expected = await _expected(svc)
@@ -79,9 +80,9 @@ async def test_a_pass_started_ahead_is_seen_only_once_its_timers_are_due(pg_url:
         assert await _fired_at(client, "wf-1") == at
 
 
-async def test_a_change_to_a_run_waits_for_the_pass_that_fires_its_timer(pg_url: str) -> None:
+async def test_a_change_to_a_run_waits_for_the_pass_that_fires_its_timer(db_url: str) -> None:
     clock = MonotonicClock()
-    async with await Client.connect(pg_url, namespace=NS, clock=clock) as client:
+    async with await Client.connect(db_url, namespace=NS, clock=clock) as client:
         svc = client.service
         await _with_timers(svc, "wf-1", "t", duration=0.5)
         expected = await _expected(svc)
@@ -99,9 +100,9 @@ async def test_a_change_to_a_run_waits_for_the_pass_that_fires_its_timer(pg_url:
         assert types.index("TimerFired") < types.index("WorkflowExecutionSignaled"), types
 
 
-async def test_the_loop_starts_a_pass_ahead_on_postgresql_only(db_url: str) -> None:
-    """The loop's pass for a timer starts before it is due on PostgreSQL, and its event
-    carries the due time; on SQLite the pass starts once it is due and fires as of then."""
+async def test_the_loop_starts_a_pass_ahead(db_url: str) -> None:
+    """The loop's pass for a timer starts before it is due, and its event carries the due
+    time."""
     clock = MonotonicClock()
     async with await Client.connect(db_url, namespace=NS, clock=clock) as client:
         svc = client.service
@@ -126,26 +127,59 @@ async def test_the_loop_starts_a_pass_ahead_on_postgresql_only(db_url: str) -> N
         finally:
             await host.stop()
     assert fired is not None
-    if client.service.store.postgres:
-        assert len(calls) == 1, calls
-        called, at = calls[0]
-        assert at == due and called < due
-        assert fired == due
-    else:
-        assert calls == []
-        assert fired >= due
+    assert len(calls) == 1, calls
+    called, at = calls[0]
+    assert at == due and called < due
+    assert fired == due
 
 
-async def test_only_a_postgresql_write_transaction_waits_to_commit(tmp_path: Any) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'd.db'}")
+async def test_a_read_has_no_commit_to_wait_for(db_url: str) -> None:
+    store = Store(db_url)
     store.open()
     try:
 
         def wait(tx: StoreTx) -> None:
             tx.commit_not_before(CommitAt(time.monotonic() + 1.0))
 
-        with pytest.raises(StoreError, match="only a PostgreSQL write transaction"):
-            await store.transaction(wait)
+        with pytest.raises(StoreError, match="read-only transaction has no commit"):
+            await store.read(wait)
+    finally:
+        store.close()
+
+
+async def test_changes_batched_with_one_that_waits_commit_with_it(tmp_path: Any) -> None:
+    """SQLite's writer runs the changes waiting together in one transaction: they commit
+    when the one that waits does, none before (PostgreSQL never batches such a change)."""
+    store = Store(f"sqlite:///{tmp_path / 'd.db'}")
+    store.open()
+    try:
+        deadline = time.monotonic() + 0.2
+
+        def waits(tx: StoreTx) -> None:
+            tx.commit_not_before(CommitAt(deadline))
+
+        def plain(tx: StoreTx) -> float:
+            return time.monotonic()
+
+        async def ended(op: Any) -> float:
+            await op
+            return time.monotonic()
+
+        # Held behind a first change, so that the next ones are taken together.
+        gate = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def first(tx: StoreTx) -> None:
+            asyncio.run_coroutine_threadsafe(gate.wait(), loop).result(5)
+
+        blocking = asyncio.ensure_future(store.transaction(first))
+        await asyncio.sleep(0.05)
+        ops = [store.transaction(plain), store.transaction(waits), store.transaction(plain)]
+        done = asyncio.gather(*(ended(op) for op in ops))
+        await asyncio.sleep(0.01)
+        gate.set()
+        await blocking
+        assert min(await done) >= deadline
     finally:
         store.close()
 
