@@ -8,6 +8,7 @@ from typing import Any
 from .._payload_size import json_payload_size
 from .._store.ahead import RunLock
 from .._store.gateway import Store
+from .._store.queries import AHEAD_KINDS
 from .._store.schema import ACT_STARTED, WFT_SCHEDULED
 from .._store.tx import CommitAt, Row, StoreTx
 from ..common import WorkflowExecutionStatus
@@ -336,14 +337,14 @@ class ActivityOps:
     ) -> tuple[int, dict[str, WorkflowTask]]:
         started: dict[str, WorkflowTask] = {}
         # All due timers in one transaction: twenty timers due together fire together.
-        now = self.clock.now()
+        now = real = self.clock.now()
         if at is not None and commit_at is not None and at > now:
             tx.commit_not_before(commit_at)
             now = at
         # Read together (one round trip on PostgreSQL, with the expected runs' locks).
         # The deadlines' handlers check each task again under its run's lock, so a timer
         # fired below that ended one of them first leaves nothing for its handler to do.
-        rows, late, hung = tx.due_work(now, limit, expected)
+        rows, late, hung = tx.due_work(now, limit, expected, real)
         for row in rows:
             rs = timers.fire_due(tx, row.id, row.run_id, now)
             if rs is None:
@@ -366,12 +367,15 @@ class ActivityOps:
     @operation(read=True)
     def next_timers(
         self, tx: StoreTx, limit: int
-    ) -> tuple[float | None, list[tuple[str, float, int]]]:
-        """When the next timer is due, and the first ``limit`` timers of runs: run id,
-        when it is due, timer id (the timer loop reserves their workers' slots when they
-        are, and the firing transaction locks their runs ahead)."""
+    ) -> tuple[float | None, list[tuple[str, float, int, bool]]]:
+        """When the next timer (or deadline) is due, and the first ``limit`` timers of
+        runs: run id, when it is due, timer id, and whether a pass may fire it as of its
+        due time, started ahead (``AHEAD_KINDS``). The timer loop reserves their workers'
+        slots when they are due, and the firing transaction locks their runs ahead."""
         next_at, rows = tx.next_timers(limit)
-        return next_at, [(str(r.run_id), float(r.fire_at), int(r.id)) for r in rows]
+        return next_at, [
+            (str(r.run_id), float(r.fire_at), int(r.id), r.kind in AHEAD_KINDS) for r in rows
+        ]
 
     @operation
     def skip_to_next_timer(self, tx: StoreTx) -> bool:

@@ -86,8 +86,9 @@ class ServiceHost:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._next_sweep = 0.0
-        #: The first timers by due time (run id, due, timer id), read before the wait.
-        self._upcoming: list[tuple[str, float, int]] = []
+        #: The first timers by due time (run id, due, timer id, whether a pass started
+        #: ahead may fire it), read before the wait.
+        self._upcoming: list[tuple[str, float, int, bool]] = []
         #: How long a firing pass that fired something took lately (seconds, a moving
         #: average): the timers due within that long after the next one wait for it. Before
         #: the first, half the most it waits for them.
@@ -174,10 +175,13 @@ class ServiceHost:
                         delay = min(delay, clock.real_delay(next_at), 0.05)
                     else:
                         delay, target = self._next_wait(delay, next_at)
-                # The pass starts a little ahead and commits at the target.
+                # The pass starts a little ahead and commits at the target, if what it
+                # expects to fire may fire so (no deadline: see AHEAD_KINDS).
                 lead = 0.0
                 if target is not None:
-                    lead = self._lead(sum(1 for e in self._upcoming if e[1] <= target))
+                    due_by = [e[3] for e in self._upcoming if e[1] <= target]
+                    if due_by and all(due_by):
+                        lead = self._lead(len(due_by))
                 if target is not None and delay - lead > 2 * WARM_LEAD:
                     # Most of the wait, then wake the threads the timers will need, then
                     # the rest (a notification in the first part starts the turn again).
@@ -199,8 +203,9 @@ class ServiceHost:
                 ):
                     self._at = None  # something changed: read again first
                     due = False
-                elif delay > 0 and target is None:
-                    due = False  # the poll interval (or a sweep) ended the wait: read first
+                else:
+                    # At its timer: a pass. At the poll interval or a sweep: a read first.
+                    due = target is not None
             except asyncio.CancelledError:
                 raise
             except StoreUnavailableError as err:  # the store logs outages itself, once
@@ -225,7 +230,7 @@ class ServiceHost:
         now = service.clock.now()
         horizon = now + EXPECT_MARGIN if at is None else max(now + EXPECT_MARGIN, at)
         if self._upcoming:
-            for run_id, fire_at, timer_id in self._upcoming:
+            for run_id, fire_at, timer_id, _ in self._upcoming:
                 if fire_at > horizon:
                     break
                 expected.append((timer_id, run_id))
@@ -249,7 +254,9 @@ class ServiceHost:
                         reservations, expected, FIRE_LIMIT
                     )
                 else:
-                    commit_at = CommitAt(began + service.clock.real_delay(at))
+                    # (Bounded: a wall clock set back meanwhile must not hold the runs.)
+                    wait = min(service.clock.real_delay(at), 2 * PREFIRE_MAX)
+                    commit_at = CommitAt(began + wait)
                     fired, started = await service.fire_timers_at(
                         at, commit_at, reservations, expected, FIRE_LIMIT
                     )
@@ -277,7 +284,7 @@ class ServiceHost:
         timer_delay = self.service.clock.real_delay(target)
         if timer_delay <= delay:
             return timer_delay, target
-        if timer_delay <= delay + POLL_SLACK:
+        if timer_delay - POLL_SLACK > 0 and timer_delay <= delay + POLL_SLACK:
             # A look just before the timer would cut into its pass's time: looking earlier
             # keeps the wait for the timer whole.
             return timer_delay - POLL_SLACK, None
@@ -301,7 +308,7 @@ class ServiceHost:
         slept a second can take milliseconds to wake (its vCPU descheduled by the host),
         and a timer's path has several: the firing transaction's writer, the loop, the
         activation thread. Woken shortly before, they are quick to wake again."""
-        runs = [run_id for run_id, fire_at, _ in self._upcoming if fire_at <= target]
+        runs = [e[0] for e in self._upcoming if e[1] <= target]
         service = self.service
         service.store.warm()
         if runs:
@@ -316,7 +323,7 @@ class ServiceHost:
         them instead costs the first no more than the pass it would have waited for."""
         until = next_at
         horizon = next_at + min(self._pass_seconds, GATHER_MAX)
-        for _, fire_at, _ in self._upcoming:
+        for _, fire_at, _, _ in self._upcoming:
             if fire_at > horizon:
                 break
             until = max(until, fire_at)

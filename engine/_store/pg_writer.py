@@ -104,7 +104,9 @@ def _sqlstate(err: BaseException | None) -> str | None:
 
 @dataclass(frozen=True)
 class _Alone:
-    """A change of a batch that failed, queued again to run in a transaction of its own."""
+    """A change to run in a transaction of its own: one of a batch that failed, queued
+    again, or one submitted so (``submit(..., alone=True)``). A writer gathering a batch
+    that meets one puts it back for a free writer."""
 
     job: Job
 
@@ -204,7 +206,7 @@ class PgWriters:
                 self._ping()
                 continue
             batch = [item.job if isinstance(item, _Alone) else item]
-            stop, alone = False, None
+            stop = False
             while not isinstance(item, _Alone) and len(batch) < self.MAX_BATCH:
                 try:
                     more = self._queue.get_nowait()
@@ -214,7 +216,9 @@ class PgWriters:
                     stop = True
                     break
                 if isinstance(more, _Alone):
-                    alone = more.job
+                    # Back to the queue, for a writer that is free now (one to run alone
+                    # may be due soon: a timer pass started ahead), not after this batch.
+                    self._requeue(more.job)
                     break
                 if not isinstance(more, Warm):
                     batch.append(more)
@@ -222,12 +226,10 @@ class PgWriters:
                 self.running += 1
             try:
                 self._run_batch(batch)
-                if alone is not None:
-                    self._run_alone(alone)
             except BaseException as err:  # a bug: answer everyone, keep the thread
                 log.exception("a PostgreSQL writer failed; its changes get the error")
                 failure = StoreError(f"the store's writer failed: {err!r}")
-                for _, _, loop, fut, _ in batch + ([alone] if alone is not None else []):
+                for _, _, loop, fut, _ in batch:
                     deliver(loop, fut, None, failure)
             finally:
                 with self._lock:

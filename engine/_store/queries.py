@@ -186,8 +186,20 @@ DUE_TIMERS = Q(
     "SELECT id, run_id FROM dn_timers WHERE fire_at <= :now AND kind <> 'schedule' "
     "ORDER BY fire_at, id LIMIT :lim"
 )
+#: The kinds of timer a firing pass started ahead may fire as of its due time, a little
+#: before the clock reaches it (``engine._service.host``): they only let a run go on, and
+#: refuse no change that comes meanwhile. A deadline (a timeout, a heartbeat) is judged by
+#: the clock: a change that comes before it wins.
+AHEAD_KINDS = ("user", "start_delay", "wft_retry", "act_retry")
+_AHEAD_KINDS_SQL = ", ".join(f"'{k}'" for k in AHEAD_KINDS)
+#: :data:`DUE_TIMERS` for a pass started ahead: the timers of :data:`AHEAD_KINDS` due by
+#: ``now`` (the pass's due time), the others due by ``real`` (the clock).
+DUE_TIMERS_AHEAD = Q(
+    "SELECT id, run_id FROM dn_timers WHERE kind <> 'schedule' AND (fire_at <= :real "
+    f"OR (fire_at <= :now AND kind IN ({_AHEAD_KINDS_SQL}))) ORDER BY fire_at, id LIMIT :lim"
+)
 FIRST_TIMERS = Q(
-    "SELECT id, run_id, fire_at FROM dn_timers WHERE kind <> 'schedule' "
+    "SELECT id, run_id, fire_at, kind FROM dn_timers WHERE kind <> 'schedule' "
     "ORDER BY fire_at, id LIMIT :lim"
 )
 NEXT_TIMER_AT = Q(

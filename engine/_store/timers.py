@@ -19,6 +19,7 @@ from .queries import (
     DELETE_TIMER,
     DELETE_TIMERS_OF_RUN,
     DUE_TIMERS,
+    DUE_TIMERS_AHEAD,
     FIRST_TIMERS,
     GET_TIMER,
     INSERT_TIMER,
@@ -96,11 +97,17 @@ class TimerQueries:
         return row
 
     def due_work(
-        self: _Tx, now: float, limit: int, expected: Sequence[tuple[int, str]] = ()
+        self: _Tx,
+        now: float,
+        limit: int,
+        expected: Sequence[tuple[int, str]] = (),
+        real: float | None = None,
     ) -> tuple[Sequence[Row], Sequence[Row], Sequence[Row]]:
         """What is due at ``now``: the timers (earliest first, unlocked: each is claimed
         with :meth:`take_timer`), the started workflow tasks and the started activity
-        attempts past their deadlines.
+        attempts past their deadlines. ``real``: the clock, when ``now`` is a little ahead
+        of it (a pass started ahead): deadlines are due by the clock, and only timers of
+        ``AHEAD_KINDS`` by ``now``.
 
         On PostgreSQL they are read in one pipeline with, for each ``(timer id, run id)``
         of ``expected`` (the timers the caller expects to be due), the run locked (in run id
@@ -115,6 +122,13 @@ class TimerQueries:
             (TIMED_OUT_WFTS, params),
             (TIMED_OUT_ACTS, params),
         ]
+        if real is not None and real < now:
+            by_clock = {"now": real, "lim": limit}
+            reads = [
+                (DUE_TIMERS_AHEAD, {"now": now, "real": real, "lim": limit}),
+                (TIMED_OUT_WFTS, by_clock),
+                (TIMED_OUT_ACTS, by_clock),
+            ]
         if not self.postgres:
             timers, wfts, acts = (self._q(q, p).fetchall() for q, p in reads)
             return timers, wfts, acts

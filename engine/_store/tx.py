@@ -347,6 +347,7 @@ class StoreTx(
         (:meth:`wait_to_commit`). Changes batched with this one wait with it."""
         if self.read_only:
             raise StoreError("a read-only transaction has no commit to wait for")
+        at.ready = None  # (an attempt run again after a failure measures afresh)
         self._commit_at = at
 
     def wait_to_commit(self) -> None:

@@ -20,6 +20,7 @@ import asyncio
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -328,15 +329,14 @@ async def fire_due_timers_eager(svc: Service, clock: FrozenClock) -> Op:
     clock.t += 10.0
     # The timer loop's look-ahead: both runs are locked with the first read (PostgreSQL).
     _, upcoming = await svc.next_timers(10)
-    expected = [(timer_id, run_id) for run_id, _, timer_id in upcoming]
+    expected = [(timer_id, run_id) for run_id, _, timer_id, _ in upcoming]
     assert len(expected) == 2
     return lambda: svc.fire_due_timers_eager(eager, expected)
 
 
 async def fire_timers_at(svc: Service, clock: FrozenClock) -> Op:
-    """The pass a timer loop starts ahead of its timers (PostgreSQL), run once the clock
-    has passed its time: it fires as of now, as :func:`fire_due_timers_eager` does (one
-    that waits to commit is in ``test_timer_prefire``)."""
+    """The pass a timer loop starts ahead of its timers: it fires as of a time 10 ms
+    ahead of the clock, and its commit waits for it (``test_timer_prefire`` has more)."""
     held = await _workflow_task(svc)
     await svc.complete_workflow_task(
         held, [cmd.StartTimer(seq=1, timer_id="t1", duration=5.0)], WORKER
@@ -344,9 +344,9 @@ async def fire_timers_at(svc: Service, clock: FrozenClock) -> Op:
     eager = {held.run_id: _reservation("next", {held.run_id: 5})}
     clock.t += 10.0
     _, upcoming = await svc.next_timers(10)
-    expected = [(timer_id, run_id) for run_id, _, timer_id in upcoming]
-    at = clock.t - 1.0
-    return lambda: svc.fire_timers_at(at, CommitAt(0.0), eager, expected)
+    expected = [(timer_id, run_id) for run_id, _, timer_id, _ in upcoming]
+    at = clock.t + 0.01
+    return lambda: svc.fire_timers_at(at, CommitAt(time.monotonic() + 0.01), eager, expected)
 
 
 async def skip_to_next_timer(svc: Service, clock: FrozenClock) -> Op:

@@ -35,7 +35,7 @@ async def _with_timers(
 
 async def _expected(svc: Service) -> list[tuple[int, str]]:
     _, upcoming = await svc.next_timers(64)
-    return [(timer_id, run_id) for run_id, _, timer_id in upcoming]
+    return [(timer_id, run_id) for run_id, _, timer_id, _ in upcoming]
 
 
 async def _types(client: Client, workflow_id: str) -> list[str]:
@@ -162,7 +162,7 @@ async def test_a_timer_due_just_after_the_loop_looks_is_expected_and_kept_until_
         await _with_timers(svc, "wf-1", "t")
         host = ServiceHost(svc)
         _, host._upcoming = await svc.next_timers(64)
-        ((run_id, fire_at, timer_id),) = host._upcoming
+        ((run_id, fire_at, timer_id, ahead),) = host._upcoming
         passes: list[list[tuple[int, str]]] = []
         fire = svc.fire_due_timers_eager
 
@@ -174,12 +174,12 @@ async def test_a_timer_due_just_after_the_loop_looks_is_expected_and_kept_until_
         clock.t = fire_at - EXPECT_MARGIN / 2  # not due yet, but within the margin
         assert await host._fire_due() == 0
         assert passes == [[(timer_id, run_id)]]
-        assert host._upcoming == [(run_id, fire_at, timer_id)]  # kept for the next pass
+        assert host._upcoming == [(run_id, fire_at, timer_id, ahead)]  # kept for the next pass
         clock.t = fire_at
         assert await host._fire_due() == 1
         assert passes[-1] == [(timer_id, run_id)] and host._upcoming == []
         assert (await _types(client, "wf-1"))[-2:] == ["TimerFired", "WorkflowTaskScheduled"]
         clock.t = fire_at - 10 * EXPECT_MARGIN  # further off: not expected
-        host._upcoming = [(run_id, fire_at, timer_id)]
+        host._upcoming = [(run_id, fire_at, timer_id, ahead)]
         await host._fire_due()
-        assert len(passes) == 2 and host._upcoming == [(run_id, fire_at, timer_id)]
+        assert len(passes) == 2 and host._upcoming == [(run_id, fire_at, timer_id, ahead)]

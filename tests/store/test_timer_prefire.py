@@ -27,7 +27,7 @@ from engine._store.gateway import Store
 from engine._store.tx import CommitAt, StoreTx
 from engine.exceptions import StoreError
 
-from .test_operations_pure import NS, T0
+from .test_operations_pure import NS, QUEUE, T0, WORKER, _activity, _workflow_task
 from .test_timer_lookahead import _expected, _types, _with_timers
 
 
@@ -118,6 +118,7 @@ async def test_the_loop_starts_a_pass_ahead(db_url: str) -> None:
 
         svc.fire_timers_at = spy  # type: ignore[method-assign]
         host = ServiceHost(svc, poll_interval=5.0, sweep_delay=60.0)
+        host._prep_seconds = {1: PREFIRE_MAX}  # starts 20 ms ahead: a slow wake-up still is
         host.start()
         try:
             for _ in range(200):
@@ -284,3 +285,92 @@ def test_a_pass_starts_ahead_by_what_passes_of_as_many_timers_took() -> None:
     # Within bounds.
     host._prep_seconds = {1: 0.0001, 5: 1.0}
     assert host._lead(1) == PREFIRE_MIN and host._lead(20) == PREFIRE_MAX
+
+
+async def test_a_pass_started_ahead_judges_deadlines_by_the_clock(db_url: str) -> None:
+    """A pass started ahead fires a user timer as of its due time, but a deadline due
+    between the clock and that time (here an activity's start-to-close) is not past yet:
+    an outcome that comes before it must still win."""
+    clock = MonotonicClock()
+    async with await Client.connect(db_url, namespace=NS, clock=clock) as client:
+        svc = client.service
+        task = await _workflow_task(svc, "wf-act")
+        retry = {"maximumAttempts": 1}
+        await svc.complete_workflow_task(
+            task, [_activity(start_to_close=0.3, retry_policy=retry)], WORKER
+        )
+        (act,) = await svc.poll_activity_tasks(NS, QUEUE, WORKER, 1)
+        await _with_timers(svc, "wf-timer", "t", duration=0.6)
+        expected = await _expected(svc)
+        _, upcoming = await svc.next_timers(8)
+        at = upcoming[0][1]
+        assert clock.now() < at - 0.35, "the set-up took too long"
+        # The activity's deadline falls before ``at``; the clock has not reached it.
+        commit_at = CommitAt(time.monotonic() + clock.real_delay(at))
+        fired, _ = await svc.fire_timers_at(at, commit_at, {}, expected)
+        assert fired == 1
+        assert "TimerFired" in await _types(client, "wf-timer")
+        assert "ActivityTaskTimedOut" not in await _types(client, "wf-act")
+        await svc.complete_activity(act, [{"data": "MQ=="}])  # still its own to finish
+        assert "ActivityTaskCompleted" in await _types(client, "wf-act")
+
+
+async def test_the_loop_waits_for_a_deadline_without_passes_ahead(db_url: str) -> None:
+    """Only timers that may fire early make a pass start ahead: with a deadline next (an
+    activity's), the loop waits for it and runs one pass, none before."""
+    clock = MonotonicClock()
+    async with await Client.connect(db_url, namespace=NS, clock=clock) as client:
+        svc = client.service
+        task = await _workflow_task(svc, "wf-act")
+        retry = {"maximumAttempts": 1}
+        await svc.complete_workflow_task(
+            task, [_activity(start_to_close=0.3, retry_policy=retry)], WORKER
+        )
+        await svc.poll_activity_tasks(NS, QUEUE, WORKER, 1)
+        counting = _Counting(svc)
+        host = ServiceHost(svc, poll_interval=5.0, sweep_delay=60.0)
+        host._prep_seconds = {1: PREFIRE_MAX}  # a lead of 20 ms, were one taken
+        host.start()
+        try:
+            for _ in range(100):
+                if "ActivityTaskTimedOut" in await _types(client, "wf-act"):
+                    break
+                await asyncio.sleep(0.02)
+        finally:
+            await host.stop()
+        assert "ActivityTaskTimedOut" in await _types(client, "wf-act")
+    # The first pass (the loop starts), then the one at the deadline.
+    assert counting.calls == ["fire_due_timers", "fire_due_timers"], counting.calls
+
+
+async def test_a_pass_whose_commit_failed_fires_once_when_run_again(pg_url: str) -> None:
+    """The store runs a transaction whose COMMIT failed again (here a serialization
+    failure, once): the pass started ahead fires its timer once, not before it is due."""
+    import psycopg.errors
+
+    clock = MonotonicClock()
+    async with await Client.connect(pg_url, namespace=NS, clock=clock) as client:
+        svc = client.service
+        await _with_timers(svc, "wf-1", "t", duration=0.3)
+        expected = await _expected(svc)
+        _, upcoming = await svc.next_timers(8)
+        at = upcoming[0][1]
+        failures = []
+        commit = StoreTx.commit_pipelined
+
+        def failing_once(tx: StoreTx, *args: Any) -> None:
+            if tx._commit_at is not None and not failures:
+                failures.append(clock.now())
+                raise psycopg.errors.SerializationFailure("injected")
+            commit(tx, *args)
+
+        commit_at = CommitAt(time.monotonic() + clock.real_delay(at))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(StoreTx, "commit_pipelined", failing_once)
+            fired, _ = await svc.fire_timers_at(at, commit_at, {}, expected)
+        assert failures and fired == 1
+        assert clock.now() >= at
+        types = await _types(client, "wf-1")
+        assert types.count("TimerFired") == 1, types
+        fired_at = await _fired_at(client, "wf-1")
+        assert fired_at is not None and fired_at >= at

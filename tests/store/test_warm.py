@@ -38,7 +38,7 @@ async def test_warm_items_between_changes_change_nothing(db_url: str) -> None:
         run_ids = await asyncio.wait_for(asyncio.gather(*started), 30)
         assert len(set(run_ids)) == 6
         _, upcoming = await svc.next_timers(64)
-        assert sorted(run for run, _, _ in upcoming) == sorted(run_ids)
+        assert sorted(run for run, _, _, _ in upcoming) == sorted(run_ids)
         store.warm()
 
         # Wake-ups queued behind changes while the writers are busy: the writer that takes
