@@ -50,16 +50,24 @@ async def _fired_at(client: Client, workflow_id: str) -> float | None:
     return None
 
 
+async def _one_timer(
+    svc: Any, clock: Clock, duration: float, workflow_id: str = "wf-1"
+) -> tuple[list[tuple[int, str]], float, CommitAt]:
+    """A run with one timer of ``duration``: the timers expected, its due time, and the
+    CommitAt of a pass as of that time, started now."""
+    await _with_timers(svc, workflow_id, "t", duration=duration)
+    expected = await _expected(svc)
+    _, upcoming = await svc.next_timers(8)
+    at = upcoming[0][1]
+    return expected, at, CommitAt(time.monotonic() + clock.real_delay(at))
+
+
 async def test_a_pass_started_ahead_is_seen_only_once_its_timers_are_due(db_url: str) -> None:
     clock = MonotonicClock()
     async with await Client.connect(db_url, namespace=NS, clock=clock) as client:
         svc = client.service
-        await _with_timers(svc, "wf-1", "t", duration=0.5)
-        expected = await _expected(svc)
-        _, upcoming = await svc.next_timers(8)
-        at = upcoming[0][1]
+        expected, at, commit_at = await _one_timer(svc, clock, 0.5)
         assert at - clock.now() > 0.3, "the set-up took too long to test a wait"
-        commit_at = CommitAt(time.monotonic() + clock.real_delay(at))
         firing = asyncio.ensure_future(svc.fire_timers_at(at, commit_at, {}, expected))
         # Another connection (a reader) looks while the pass waits to commit.
         seen_before = 0
@@ -84,11 +92,7 @@ async def test_a_change_to_a_run_waits_for_the_pass_that_fires_its_timer(db_url:
     clock = MonotonicClock()
     async with await Client.connect(db_url, namespace=NS, clock=clock) as client:
         svc = client.service
-        await _with_timers(svc, "wf-1", "t", duration=0.5)
-        expected = await _expected(svc)
-        _, upcoming = await svc.next_timers(8)
-        at = upcoming[0][1]
-        commit_at = CommitAt(time.monotonic() + clock.real_delay(at))
+        expected, at, commit_at = await _one_timer(svc, clock, 0.5)
         firing = asyncio.ensure_future(svc.fire_timers_at(at, commit_at, {}, expected))
         while commit_at.ready is None:  # the pass holds the run's lock and waits
             await asyncio.sleep(0.002)
@@ -287,6 +291,18 @@ def test_a_pass_starts_ahead_by_what_passes_of_as_many_timers_took() -> None:
     assert host._lead(1) == PREFIRE_MIN and host._lead(20) == PREFIRE_MAX
 
 
+async def _started_activity(svc: Any, start_to_close: float) -> Any:
+    """Run ``wf-act`` with one activity attempt started (one attempt only: a timeout ends
+    it with ``ActivityTaskTimedOut``)."""
+    task = await _workflow_task(svc, "wf-act")
+    retry = {"maximumAttempts": 1}
+    await svc.complete_workflow_task(
+        task, [_activity(start_to_close=start_to_close, retry_policy=retry)], WORKER
+    )
+    (act,) = await svc.poll_activity_tasks(NS, QUEUE, WORKER, 1)
+    return act
+
+
 async def test_a_pass_started_ahead_judges_deadlines_by_the_clock(db_url: str) -> None:
     """A pass started ahead fires a user timer as of its due time, but a deadline due
     between the clock and that time (here an activity's start-to-close) is not past yet:
@@ -294,19 +310,10 @@ async def test_a_pass_started_ahead_judges_deadlines_by_the_clock(db_url: str) -
     clock = MonotonicClock()
     async with await Client.connect(db_url, namespace=NS, clock=clock) as client:
         svc = client.service
-        task = await _workflow_task(svc, "wf-act")
-        retry = {"maximumAttempts": 1}
-        await svc.complete_workflow_task(
-            task, [_activity(start_to_close=0.3, retry_policy=retry)], WORKER
-        )
-        (act,) = await svc.poll_activity_tasks(NS, QUEUE, WORKER, 1)
-        await _with_timers(svc, "wf-timer", "t", duration=0.6)
-        expected = await _expected(svc)
-        _, upcoming = await svc.next_timers(8)
-        at = upcoming[0][1]
-        assert clock.now() < at - 0.35, "the set-up took too long"
+        act = await _started_activity(svc, start_to_close=0.3)
+        expected, at, commit_at = await _one_timer(svc, clock, 0.6, "wf-timer")
         # The activity's deadline falls before ``at``; the clock has not reached it.
-        commit_at = CommitAt(time.monotonic() + clock.real_delay(at))
+        assert clock.now() < at - 0.35, "the set-up took too long"
         fired, _ = await svc.fire_timers_at(at, commit_at, {}, expected)
         assert fired == 1
         assert "TimerFired" in await _types(client, "wf-timer")
@@ -321,12 +328,7 @@ async def test_the_loop_waits_for_a_deadline_without_passes_ahead(db_url: str) -
     clock = MonotonicClock()
     async with await Client.connect(db_url, namespace=NS, clock=clock) as client:
         svc = client.service
-        task = await _workflow_task(svc, "wf-act")
-        retry = {"maximumAttempts": 1}
-        await svc.complete_workflow_task(
-            task, [_activity(start_to_close=0.3, retry_policy=retry)], WORKER
-        )
-        await svc.poll_activity_tasks(NS, QUEUE, WORKER, 1)
+        await _started_activity(svc, start_to_close=0.3)
         counting = _Counting(svc)
         host = ServiceHost(svc, poll_interval=5.0, sweep_delay=60.0)
         host._prep_seconds = {1: PREFIRE_MAX}  # a lead of 20 ms, were one taken
@@ -351,10 +353,7 @@ async def test_a_pass_whose_commit_failed_fires_once_when_run_again(pg_url: str)
     clock = MonotonicClock()
     async with await Client.connect(pg_url, namespace=NS, clock=clock) as client:
         svc = client.service
-        await _with_timers(svc, "wf-1", "t", duration=0.3)
-        expected = await _expected(svc)
-        _, upcoming = await svc.next_timers(8)
-        at = upcoming[0][1]
+        expected, at, commit_at = await _one_timer(svc, clock, 0.3)
         failures = []
         commit = StoreTx.commit_pipelined
 
@@ -364,7 +363,6 @@ async def test_a_pass_whose_commit_failed_fires_once_when_run_again(pg_url: str)
                 raise psycopg.errors.SerializationFailure("injected")
             commit(tx, *args)
 
-        commit_at = CommitAt(time.monotonic() + clock.real_delay(at))
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(StoreTx, "commit_pipelined", failing_once)
             fired, _ = await svc.fire_timers_at(at, commit_at, {}, expected)
