@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from .._json import compact_dumps
 from .._json import loads as json_loads
 from ..exceptions import StoreError
+from .activity_tasks import ActivityQueries
 from .ahead import Ahead, AheadQueries, usable
 from .messages import MessageQueries
 from .namespaces import NamespaceQueries
@@ -27,12 +28,9 @@ from .queries import (
     _N_EXEC_COLS,
     _WFT_NAMES,
     ACT_BUSY,
-    ACTS_OF_RUN,
     BUFFER_EVENT,
     CLAIM_REQUEST,
     CLOSE_EVENT,
-    DELETE_ACT,
-    DELETE_ACTS_OF_RUN,
     DELETE_BUFFERED,
     DELETE_BUFFERED_ONE,
     DELETE_WFT,
@@ -49,7 +47,6 @@ from .queries import (
     LEFTOVERS_OF_RUN,
     LOCK_EXEC,
     LOCK_EXEC_WFT,
-    NEXT_ACTS,
     NEXT_WFT,
     NEXT_WFT_PG,
     OPEN_CHILDREN,
@@ -123,6 +120,7 @@ def wait_for(at: CommitAt) -> None:
 
 
 class StoreTx(
+    ActivityQueries,
     NamespaceQueries,
     VisibilityQueries,
     ScheduleQueries,
@@ -758,41 +756,7 @@ class StoreTx(
             )
         return queues
 
-    # -- activity tasks ---------------------------------------------------------------
-
-    def insert_activity_task(self, **values: Any) -> None:
-        """Add a pending activity."""
-        self._prefetched_act = None
-        self._forget_ahead(values["run_id"])
-        self.forget_leftovers(values["run_id"])
-        self._insert("dn_activity_tasks", values)
-
-    def get_activity_task(self, run_id: str, scheduled_event_id: int) -> Row | None:
-        """A pending activity (locked on PostgreSQL)."""
-        held, self._prefetched_act = self._prefetched_act, None
-        if held is not None and held[0] == run_id and held[1] == scheduled_event_id:
-            return held[2]
-        return self._one(GET_ACT_LOCK, {"run_id": run_id, "sched": scheduled_event_id})
-
-    def activity_tasks_of_run(self, run_id: str) -> Sequence[Row]:
-        """All pending activities of a run."""
-        return self._q(ACTS_OF_RUN, {"run_id": run_id}).fetchall()
-
-    def update_activity_task(self, run_id: str, scheduled_event_id: int, **values: Any) -> None:
-        """Change a pending activity (claiming one does, without locking its run)."""
-        self._prefetched_act = None
-        self._forget_ahead(run_id)
-        self._update(
-            "dn_activity_tasks",
-            {"run_id": run_id, "scheduled_event_id": scheduled_event_id},
-            values,
-        )
-
-    def delete_activity_task(self, run_id: str, scheduled_event_id: int) -> None:
-        """Remove a pending activity."""
-        self._prefetched_act = None
-        self._forget_ahead(run_id)
-        self._w(DELETE_ACT, {"run_id": run_id, "sched": scheduled_event_id})
+    # -- what a run leaves pending ----------------------------------------------------
 
     def leftovers_of_run(self, run_id: str) -> tuple[bool, bool, bool]:
         """Whether a run has pending activities, timers, open child runs (one read, or
@@ -803,20 +767,6 @@ class StoreTx(
         row = self._q(LEFTOVERS_OF_RUN, {"run_id": run_id}).fetchone()
         assert row is not None  # EXISTS always gives a row
         return bool(row[0]), bool(row[1]), bool(row[2])
-
-    def delete_activity_tasks_of_run(self, run_id: str) -> None:
-        """Remove every pending activity of a run."""
-        self._prefetched_act = None
-        self._forget_ahead(run_id)
-        self._w(DELETE_ACTS_OF_RUN, {"run_id": run_id})
-
-    def next_activity_tasks(
-        self, namespace: str, task_queue: str, now: float, limit: int
-    ) -> Sequence[Row]:
-        """Ready activities of the queue, locked (``SKIP LOCKED`` on PostgreSQL)."""
-        return self._q(
-            NEXT_ACTS, {"ns": namespace, "q": task_queue, "now": now, "lim": limit}
-        ).fetchall()
 
     # -- time skipping ----------------------------------------------------------------
 
