@@ -22,6 +22,7 @@ from engine._service.host import (
     PREFIRE_MIN,
     ServiceHost,
 )
+from engine._service.service import Service
 from engine._service.state import TIMERS_CHANNEL
 from engine._store.gateway import Store
 from engine._store.tx import CommitAt, StoreTx
@@ -372,3 +373,33 @@ async def test_a_pass_whose_commit_failed_fires_once_when_run_again(pg_url: str)
         assert types.count("TimerFired") == 1, types
         fired_at = await _fired_at(client, "wf-1")
         assert fired_at is not None and fired_at >= at
+
+
+async def test_two_hosts_starting_ahead_fire_each_timer_once(db_url: str) -> None:
+    """Two hosts (two stores, as two processes have) start a pass ahead of the same timers
+    at once: the second waits for the first's locks, finds the timers taken, and fires
+    nothing; each timer fires once, as of its due time."""
+    clock = MonotonicClock()
+    other = Store(db_url)
+    other.open()
+    try:
+        async with await Client.connect(db_url, namespace=NS, clock=clock) as first:
+            second = Service(other, clock)
+            for i in range(5):
+                await _with_timers(first.service, f"wf-{i}", "t", duration=0.3)
+            expected = await _expected(first.service)
+            _, upcoming = await first.service.next_timers(8)
+            at = max(e[1] for e in upcoming)
+            deadline = time.monotonic() + clock.real_delay(at)
+            results = await asyncio.gather(
+                first.service.fire_timers_at(at, CommitAt(deadline), {}, expected),
+                second.fire_timers_at(at, CommitAt(deadline), {}, expected),
+            )
+            assert clock.now() >= at
+            assert sorted(fired for fired, _ in results)[-1] == 5, results
+            for i in range(5):
+                types = await _types(first, f"wf-{i}")
+                assert types.count("TimerFired") == 1, types
+                assert await _fired_at(first, f"wf-{i}") == at
+    finally:
+        other.close()
