@@ -338,9 +338,14 @@ class ActivityOps:
         started: dict[str, WorkflowTask] = {}
         # All due timers in one transaction: twenty timers due together fire together.
         now = real = self.clock.now()
-        if at is not None and commit_at is not None and at > now:
-            tx.commit_not_before(commit_at)
-            now = at
+        if at is not None and commit_at is not None:
+            if commit_at.handed_out:
+                # Run again after a commit that failed: the tasks of that attempt were
+                # handed to their workers, who drop them; these go through the queue.
+                eager = {}
+            if at > now:
+                tx.commit_not_before(commit_at)
+                now = at
         # Read together (one round trip on PostgreSQL, with the expected runs' locks).
         # The deadlines' handlers check each task again under its run's lock, so a timer
         # fired below that ended one of them first leaves nothing for its handler to do.
@@ -357,6 +362,8 @@ class ActivityOps:
             timers.workflow_task_deadline(tx, task.run_id, task.started_event_id, now)
         for act in hung:
             timers.activity_deadline(tx, act.run_id, act.scheduled_event_id, act.attempt, now)
+        if commit_at is not None:
+            commit_at.payload = started  # what its on_due may hand out (a pass started ahead)
         return len(rows) + len(late) + len(hung), started
 
     @operation(read=True)

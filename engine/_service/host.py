@@ -14,9 +14,11 @@ import contextlib
 import logging
 import time
 
+from .._store.held import Committing
 from .._store.tx import CommitAt
 from ..exceptions import StoreUnavailableError
 from .alarm import Alarm
+from .handoff import Reservation
 from .namespaces import SWEEP_BATCH
 from .service import Service
 from .state import TIMER_HORIZON, TIMERS_CHANNEL
@@ -257,12 +259,19 @@ class ServiceHost:
                     # (Bounded: a wall clock set back meanwhile must not hold the runs.)
                     wait = min(service.clock.real_delay(at), 2 * PREFIRE_MAX)
                     commit_at = CommitAt(began + wait)
-                    fired, started = await service.fire_timers_at(
-                        at, commit_at, reservations, expected, FIRE_LIMIT
-                    )
+                    committing = self._hand_out_early(commit_at, reservations)
+                    try:
+                        fired, started = await service.fire_timers_at(
+                            at, commit_at, reservations, expected, FIRE_LIMIT
+                        )
+                    except BaseException:
+                        if committing is not None:
+                            committing.settle(False)
+                        raise
             finally:  # every reservation settled once, whatever happened
                 for run_id, reservation in reservations.items():
-                    reservation.settle(started.get(run_id))
+                    if not reservation.settled:  # (not handed out early)
+                        reservation.settle(started.get(run_id))
         ended = time.monotonic()
         if commit_at is not None and commit_at.ready is not None:
             prep = commit_at.ready - began
@@ -289,6 +298,37 @@ class ServiceHost:
             # keeps the wait for the timer whole.
             return timer_delay - POLL_SLACK, None
         return delay, None
+
+    def _hand_out_early(
+        self, commit_at: CommitAt, reservations: dict[str, Reservation]
+    ) -> Committing | None:
+        """PostgreSQL: arrange for the workflow tasks a pass started ahead starts for its
+        reserved workers to reach them at the due time, while the ``COMMIT`` travels (a
+        round trip and the server's flush: a millisecond or more), not after it: each task
+        carries a :class:`Committing` that what the worker sends about it waits for, and
+        that tells the worker to drop it if the commit failed (``engine._store.held``)."""
+        if not reservations or not self.service.store.postgres:
+            return None
+        loop = asyncio.get_running_loop()
+        committing = Committing(self.service.store, loop)
+
+        def hand_out() -> None:  # on the loop
+            for run_id, task in (commit_at.payload or {}).items():
+                reservation = reservations.get(run_id)
+                if reservation is not None and not reservation.settled:
+                    task.held = committing
+                    reservation.settle(task)
+
+        def on_due() -> None:  # on the store's thread
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(hand_out)
+
+        def on_done(committed: bool) -> None:  # on the store's thread, after on_due's
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(committing.settle, committed)
+
+        commit_at.on_due, commit_at.on_done = on_due, on_done
+        return committing
 
     def _lead(self, timers: int) -> float:
         """How long before its due time a firing pass of ``timers`` starts:

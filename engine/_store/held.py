@@ -270,3 +270,31 @@ def _resolve(fut: asyncio.Future[bool], ok: bool) -> None:
 
 class _ConnectionGone(Exception):
     """The held transaction was already ended on its connection."""
+
+
+class Committing:
+    """PostgreSQL: the transaction that started a workflow task is committing, and the task
+    was handed to its worker before the commit came back (the timer loop does so, with the
+    tasks its firing pass started: ``engine._service.host``). As with a held transaction,
+    the worker runs the workflow code meanwhile; everything it sends about the task waits
+    for the commit first, and if the commit failed the task never existed: the worker
+    drops it (:class:`_TaskRolledBack`) and forgets the run. Used from the event loop."""
+
+    def __init__(self, store: Store, loop: asyncio.AbstractEventLoop) -> None:
+        self.store = store
+        self._committed: asyncio.Future[bool] = loop.create_future()
+
+    def settle(self, committed: bool) -> None:
+        """The commit came back (True), or failed (False); the first word counts."""
+        _resolve(self._committed, committed)
+
+    async def commit(self) -> None:
+        """Wait until the commit has come back (whatever it came to)."""
+        await asyncio.shield(self._committed)
+
+    async def commit_with(self, fn: Callable[..., T], *args: Any) -> T:
+        """Once the commit has come back: ``fn(tx, *args)`` in a transaction of its own;
+        :class:`_TaskRolledBack` if the commit failed."""
+        if not await asyncio.shield(self._committed):
+            raise _TaskRolledBack("the transaction that started this workflow task failed")
+        return await self.store.transaction(fn, *args)

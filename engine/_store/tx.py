@@ -110,6 +110,17 @@ class CommitAt:
     #: Set by the commit: when everything before the ``COMMIT`` had reached the server and
     #: come back (``time.monotonic()``), for the caller to see how long that took.
     ready: float | None = None
+    #: PostgreSQL: called (on the store's thread) once the deadline has come, just before
+    #: the ``COMMIT`` is sent, and ``on_done(committed)`` once it has come back: the caller
+    #: may hand out what the transaction did while its commit travels (the timer loop's
+    #: workflow tasks, ``engine._store.held.Committing``).
+    on_due: Callable[[], None] | None = None
+    on_done: Callable[[bool], None] | None = None
+    #: Set (on the store's thread) just before ``on_due`` is called: a transaction function
+    #: run again after a failed commit must not hand the same things out twice.
+    handed_out: bool = False
+    #: What the transaction function leaves for ``on_due`` to hand out.
+    payload: Any = None
 
 
 def wait_for(at: CommitAt) -> None:
@@ -330,12 +341,26 @@ class StoreTx(
         if not self._begun and not self._deferred and not notify_params:
             return  # nothing was sent: no transaction was opened
         self._deferred += [(notify_sql, p) for p in notify_params]
-        if self._commit_at is not None:
-            # Everything but the COMMIT now (a round trip), then the wait, then the COMMIT
-            # alone: what remains on the due time's path is the commit's own round trip.
-            self._pipelined(None, None)
-            wait_for(self._commit_at)
-        self._pipelined(None, None, ("COMMIT",))
+        at = self._commit_at
+        if at is None:
+            self._pipelined(None, None, ("COMMIT",))
+            return
+        # Everything but the COMMIT now (a round trip), then the wait, then the COMMIT
+        # alone: what remains on the due time's path is the commit's own round trip, and
+        # what the transaction did may be handed out meanwhile (on_due).
+        self._pipelined(None, None)
+        wait_for(at)
+        if at.on_due is not None:
+            at.handed_out = True
+            at.on_due()
+        try:
+            self._pipelined(None, None, ("COMMIT",))
+        except BaseException:
+            if at.on_done is not None:
+                at.on_done(False)
+            raise
+        if at.on_done is not None:
+            at.on_done(True)
 
     def commit_not_before(self, at: CommitAt) -> None:
         """Commit no earlier than ``at.deadline`` (``time.monotonic()``), holding the

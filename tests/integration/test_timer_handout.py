@@ -1,0 +1,108 @@
+"""PostgreSQL: a timer's workflow task reaches its worker at the due time, while the firing
+pass's ``COMMIT`` is still on its way (``ServiceHost._hand_out_early``,
+``engine._store.held.Committing``). The workflow code may run meanwhile; its completion
+waits for the commit; if the commit fails, the worker drops the task and the timer fires
+again through the queue, once."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import psycopg.errors
+import pytest
+
+from engine import Client, Worker, workflow
+from engine._store.tx import StoreTx
+
+
+@workflow.defn
+class SleepsOnce:
+    @workflow.run
+    async def run(self) -> float:
+        await workflow.sleep(timedelta(seconds=0.3))
+        # The wall clock, NON-DETERMINISTIC in workflow code: read here only to see when
+        # the code ran (the result feeds nothing else; nothing replays it in this test).
+        return time.time()
+
+
+class _Commits:
+    """Watches the COMMIT of firing passes started ahead (those that wait to commit):
+    optionally fails the first one, and slows each down so the hand-over shows."""
+
+    def __init__(self, fail_first: bool, delay: float) -> None:
+        self.fail_first = fail_first
+        self.delay = delay
+        self.returned: list[float] = []  # wall-clock times the COMMITs came back
+        self.failed = 0
+        self._lock = threading.Lock()
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        pipelined = StoreTx._pipelined
+        commits = self
+
+        def watched(tx: StoreTx, sql: Any, params: Any, tail: Any = ()) -> None:
+            if tx._commit_at is None or tuple(tail) != ("COMMIT",):
+                pipelined(tx, sql, params, tail)
+                return
+            time.sleep(commits.delay)  # the COMMIT is slow on its way
+            with commits._lock:
+                fail = commits.fail_first and not commits.failed
+                commits.failed += fail
+            if fail:
+                raise psycopg.errors.SerializationFailure("injected: the commit failed")
+            pipelined(tx, sql, params, tail)
+            commits.returned.append(time.time())
+
+        monkeypatch.setattr(StoreTx, "_pipelined", watched)
+
+
+async def _run(pg_url: str, commits: _Commits) -> tuple[float, list[str]]:
+    async with await Client.connect(pg_url) as client:
+        queue = f"q-{uuid.uuid4().hex[:6]}"
+        worker = Worker(client, task_queue=queue, workflows=[SleepsOnce])
+        async with worker:
+            handle = await client.start_workflow(SleepsOnce.run, id="sleeper", task_queue=queue)
+            ran_at = await handle.result()
+            types = [e.event_type async for e in handle.fetch_history_events()]
+            # No workflow task is left waiting in the worker (for a commit, say).
+            runner = worker._workflows
+            assert runner is not None
+            for _ in range(100):
+                if not runner._inflight:
+                    break
+                await asyncio.sleep(0.01)
+            assert not runner._inflight, runner._inflight
+    return ran_at, types
+
+
+async def test_the_workflow_code_runs_while_the_commit_travels(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commits = _Commits(fail_first=False, delay=0.15)
+    commits.install(monkeypatch)
+    ran_at, types = await _run(pg_url, commits)
+    assert commits.returned, "no firing pass started ahead"
+    # The code after the sleep ran before the pass's COMMIT came back.
+    assert ran_at < commits.returned[0], (ran_at, commits.returned)
+    assert types.count("TimerFired") == 1 and types[-1] == "WorkflowExecutionCompleted"
+
+
+async def test_a_task_handed_out_before_a_failed_commit_is_dropped(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commits = _Commits(fail_first=True, delay=0.05)
+    commits.install(monkeypatch)
+    _, types = await _run(pg_url, commits)
+    assert commits.failed == 1
+    # The store ran the pass again (as of the clock, the due time passed): the timer fired
+    # once, and the run completed from the task that went through the queue.
+    assert types.count("TimerFired") == 1, types
+    assert types.count("WorkflowExecutionCompleted") == 1, types
+    assert types[-1] == "WorkflowExecutionCompleted"
+    # The worker dropped the task at once: it did not wait for it to time out.
+    assert "WorkflowTaskTimedOut" not in types, types
