@@ -259,15 +259,12 @@ class ServiceHost:
                     # (Bounded: a wall clock set back meanwhile must not hold the runs.)
                     wait = min(service.clock.real_delay(at), 2 * PREFIRE_MAX)
                     commit_at = CommitAt(began + wait)
-                    committing = self._hand_out_early(commit_at, reservations)
-                    try:
-                        fired, started = await service.fire_timers_at(
-                            at, commit_at, reservations, expected, FIRE_LIMIT
-                        )
-                    except BaseException:
-                        if committing is not None:
-                            committing.settle(False)
-                        raise
+                    # (Whatever happens here, a pass that handed tasks out tells their
+                    # workers what its commit came to: the store's thread does.)
+                    self._hand_out_early(commit_at, reservations)
+                    fired, started = await service.fire_timers_at(
+                        at, commit_at, reservations, expected, FIRE_LIMIT
+                    )
             finally:  # every reservation settled once, whatever happened
                 for run_id, reservation in reservations.items():
                     if not reservation.settled:  # (not handed out early)
@@ -299,36 +296,33 @@ class ServiceHost:
             return timer_delay - POLL_SLACK, None
         return delay, None
 
-    def _hand_out_early(
-        self, commit_at: CommitAt, reservations: dict[str, Reservation]
-    ) -> Committing | None:
+    def _hand_out_early(self, commit_at: CommitAt, reservations: dict[str, Reservation]) -> None:
         """PostgreSQL: arrange for the workflow tasks a pass started ahead starts for its
         reserved workers to reach them at the due time, while the ``COMMIT`` travels (a
         round trip and the server's flush: a millisecond or more), not after it: each task
         carries a :class:`Committing` that what the worker sends about it waits for, and
         that tells the worker to drop it if the commit failed (``engine._store.held``)."""
         if not reservations or not self.service.store.postgres:
-            return None
+            return
         loop = asyncio.get_running_loop()
         committing = Committing(self.service.store, loop)
 
-        def hand_out() -> None:  # on the loop
-            for run_id, task in (commit_at.payload or {}).items():
+        def hand_out(started: dict[str, WorkflowTask]) -> None:  # on the loop
+            for run_id, task in started.items():
                 reservation = reservations.get(run_id)
                 if reservation is not None and not reservation.settled:
                     task.held = committing
                     reservation.settle(task)
 
-        def on_due() -> None:  # on the store's thread
+        def on_due() -> None:  # on the store's thread: what this attempt started
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                loop.call_soon_threadsafe(hand_out)
+                loop.call_soon_threadsafe(hand_out, commit_at.payload or {})
 
         def on_done(committed: bool) -> None:  # on the store's thread, after on_due's
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(committing.settle, committed)
 
         commit_at.on_due, commit_at.on_done = on_due, on_done
-        return committing
 
     def _lead(self, timers: int) -> float:
         """How long before its due time a firing pass of ``timers`` starts:

@@ -292,6 +292,11 @@ class Committing:
         """Wait until the commit has come back (whatever it came to)."""
         await asyncio.shield(self._committed)
 
+    @property
+    def rolled_back(self) -> bool:
+        """Whether the commit came back failed (the task never existed)."""
+        return self._committed.done() and not self._committed.result()
+
     async def commit_with(self, fn: Callable[..., T], *args: Any) -> T:
         """Once the commit has come back: ``fn(tx, *args)`` in a transaction of its own;
         :class:`_TaskRolledBack` if the commit failed."""

@@ -7,6 +7,7 @@ again through the queue, once."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 import uuid
@@ -16,7 +17,8 @@ from typing import Any
 import psycopg.errors
 import pytest
 
-from engine import Client, Worker, workflow
+from engine import Client, Worker, activity, workflow
+from engine._service import host
 from engine._store.tx import StoreTx
 
 
@@ -28,6 +30,26 @@ class SleepsOnce:
         # The wall clock, NON-DETERMINISTIC in workflow code: read here only to see when
         # the code ran (the result feeds nothing else; nothing replays it in this test).
         return time.time()
+
+
+#: What the local activity below was called with, in this process.
+CALLS: list[str] = []
+
+
+@activity.defn
+async def note(text: str) -> str:
+    CALLS.append(text)
+    return text
+
+
+@workflow.defn
+class SleepsThenNotes:
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.sleep(timedelta(seconds=0.3))
+        return await workflow.execute_local_activity(
+            note, "after the sleep", start_to_close_timeout=timedelta(seconds=10)
+        )
 
 
 class _Commits:
@@ -44,6 +66,9 @@ class _Commits:
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         pipelined = StoreTx._pipelined
         commits = self
+        # The first pass of a process starts 20 ms ahead (not 4): a loop that wakes late on
+        # a busy machine still starts it ahead.
+        monkeypatch.setattr(host, "PREFIRE_FIRST", host.PREFIRE_MAX)
 
         def watched(tx: StoreTx, sql: Any, params: Any, tail: Any = ()) -> None:
             if tx._commit_at is None or tuple(tail) != ("COMMIT",):
@@ -61,13 +86,13 @@ class _Commits:
         monkeypatch.setattr(StoreTx, "_pipelined", watched)
 
 
-async def _run(pg_url: str, commits: _Commits) -> tuple[float, list[str]]:
+async def _run(pg_url: str, commits: _Commits, wf: Any = SleepsOnce) -> tuple[Any, list[str]]:
     async with await Client.connect(pg_url) as client:
         queue = f"q-{uuid.uuid4().hex[:6]}"
-        worker = Worker(client, task_queue=queue, workflows=[SleepsOnce])
+        worker = Worker(client, task_queue=queue, workflows=[wf], activities=[note])
         async with worker:
-            handle = await client.start_workflow(SleepsOnce.run, id="sleeper", task_queue=queue)
-            ran_at = await handle.result()
+            handle = await client.start_workflow(wf.run, id="sleeper", task_queue=queue)
+            ran_at = await asyncio.wait_for(handle.result(), 30)
             types = [e.event_type async for e in handle.fetch_history_events()]
             # No workflow task is left waiting in the worker (for a commit, say).
             runner = worker._workflows
@@ -83,7 +108,7 @@ async def _run(pg_url: str, commits: _Commits) -> tuple[float, list[str]]:
 async def test_the_workflow_code_runs_while_the_commit_travels(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    commits = _Commits(fail_first=False, delay=0.15)
+    commits = _Commits(fail_first=False, delay=0.5)
     commits.install(monkeypatch)
     ran_at, types = await _run(pg_url, commits)
     assert commits.returned, "no firing pass started ahead"
@@ -93,12 +118,17 @@ async def test_the_workflow_code_runs_while_the_commit_travels(
 
 
 async def test_a_task_handed_out_before_a_failed_commit_is_dropped(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     commits = _Commits(fail_first=True, delay=0.05)
     commits.install(monkeypatch)
-    _, types = await _run(pg_url, commits)
+    with caplog.at_level(logging.INFO, logger="engine"):
+        _, types = await _run(pg_url, commits)
     assert commits.failed == 1
+    # The worker had the task and dropped it (and nothing went wrong in the timer loop).
+    dropped = [r for r in caplog.records if "workflow task dropped" in r.getMessage()]
+    assert len(dropped) == 1, [r.getMessage() for r in caplog.records]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     # The store ran the pass again (as of the clock, the due time passed): the timer fired
     # once, and the run completed from the task that went through the queue.
     assert types.count("TimerFired") == 1, types
@@ -106,3 +136,18 @@ async def test_a_task_handed_out_before_a_failed_commit_is_dropped(
     assert types[-1] == "WorkflowExecutionCompleted"
     # The worker dropped the task at once: it did not wait for it to time out.
     assert "WorkflowTaskTimedOut" not in types, types
+
+
+async def test_no_local_activity_runs_for_a_task_whose_commit_failed(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workflow code of a task handed out early asks for a local activity: it runs
+    only once the commit has come back, and not at all for a task whose commit failed."""
+    CALLS.clear()
+    commits = _Commits(fail_first=True, delay=0.05)
+    commits.install(monkeypatch)
+    result, types = await _run(pg_url, commits, SleepsThenNotes)
+    assert commits.failed == 1
+    assert result == "after the sleep"
+    assert CALLS == ["after the sleep"], CALLS
+    assert types.count("TimerFired") == 1, types
