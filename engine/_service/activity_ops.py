@@ -7,10 +7,11 @@ from typing import Any
 
 from .._payload_size import json_payload_size
 from .._store.ahead import RunLock
+from .._store.commit_at import CommitAt
 from .._store.gateway import Store
 from .._store.queries import AHEAD_KINDS
 from .._store.schema import ACT_STARTED, WFT_SCHEDULED
-from .._store.tx import CommitAt, Row, StoreTx
+from .._store.tx import Row, StoreTx
 from ..common import WorkflowExecutionStatus
 from ..converter import (
     MAX_PAYLOAD_BYTES,

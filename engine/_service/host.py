@@ -14,8 +14,8 @@ import contextlib
 import logging
 import time
 
+from .._store.commit_at import CommitAt
 from .._store.held import Committing
-from .._store.tx import CommitAt
 from ..exceptions import StoreUnavailableError
 from .alarm import Alarm
 from .handoff import Reservation

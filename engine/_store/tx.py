@@ -8,9 +8,7 @@ than the database work itself).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -21,6 +19,7 @@ from .._json import loads as json_loads
 from ..exceptions import StoreError
 from .activity_tasks import ActivityQueries
 from .ahead import Ahead, AheadQueries, usable
+from .commit_at import CommitAt, wait_for
 from .messages import MessageQueries
 from .namespaces import NamespaceQueries
 from .queries import (
@@ -98,36 +97,6 @@ def _execute(cur: Any, sql: str, params: Any) -> None:
 class _RunsAlone(StoreError):
     """A change that must have a transaction of its own was run in a batch: the batch takes
     it out and runs it alone (``engine._store.pg_writer``)."""
-
-
-@dataclass
-class CommitAt:
-    """When a PostgreSQL transaction may commit, at the earliest (see
-    :meth:`StoreTx.commit_not_before`)."""
-
-    #: ``time.monotonic()`` before which the ``COMMIT`` is not sent.
-    deadline: float
-    #: Set by the commit: when everything before the ``COMMIT`` had reached the server and
-    #: come back (``time.monotonic()``), for the caller to see how long that took.
-    ready: float | None = None
-    #: PostgreSQL: called (on the store's thread) once the deadline has come, just before
-    #: the ``COMMIT`` is sent, and ``on_done(committed)`` once it has come back: the caller
-    #: may hand out what the transaction did while its commit travels (the timer loop's
-    #: workflow tasks, ``engine._store.held.Committing``).
-    on_due: Callable[[], None] | None = None
-    on_done: Callable[[bool], None] | None = None
-    #: Set (on the store's thread) just before ``on_due`` is called: a transaction function
-    #: run again after a failed commit must not hand the same things out twice.
-    handed_out: bool = False
-    #: What the transaction function leaves for ``on_due`` to hand out.
-    payload: Any = None
-
-
-def wait_for(at: CommitAt) -> None:
-    """Note when the transaction was ready to commit, then sleep until ``at.deadline``."""
-    at.ready = time.monotonic()
-    if (wait := at.deadline - at.ready) > 0:
-        time.sleep(wait)
 
 
 class StoreTx(

@@ -34,7 +34,8 @@ from engine._service.clock import Clock
 from engine._service.operation import OPERATIONS
 from engine._service.service import Service
 from engine._service.types import ActivityTask, StartWorkflowRequest, WorkflowTask
-from engine._store.tx import CommitAt, StoreTx
+from engine._store.commit_at import CommitAt
+from engine._store.tx import StoreTx
 
 NS, QUEUE, WORKER = "default", "q", "worker-1"
 T0 = 1_800_000_000.0

@@ -24,8 +24,9 @@ from engine._service.host import (
 )
 from engine._service.service import Service
 from engine._service.state import TIMERS_CHANNEL
+from engine._store.commit_at import CommitAt
 from engine._store.gateway import Store
-from engine._store.tx import CommitAt, StoreTx
+from engine._store.tx import StoreTx
 from engine.exceptions import StoreError
 
 from .test_operations_pure import NS, QUEUE, T0, WORKER, _activity, _workflow_task
