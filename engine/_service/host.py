@@ -50,13 +50,13 @@ WARM_LEAD = 0.02
 #: How long before its timers are due a firing pass starts, at first (seconds). It reads
 #: and writes what they need meanwhile, holding their runs' locks (on SQLite, the write
 #: lock), and commits when they are due (``StoreTx.commit_not_before``): at the due time,
-#: only the commit is left to wait for (on PostgreSQL, its round trip). Later, :data:`PREFIRE_FACTOR` times as long as that part
-#: of a pass took lately (passes of about as many timers: it grows with them), within
-#: :data:`PREFIRE_MIN` and :data:`PREFIRE_MAX`. Generous: on a virtual machine that part
-#: varies twofold from one pass to the next, and starting early only holds the timers'
-#: runs (a change to one of them waits for the pass) and a connection a little longer (on
-#: SQLite, the writer: the changes of this process queue meanwhile, and commit together
-#: after it).
+#: only the commit is left to wait for (on PostgreSQL, its round trip). Later,
+#: :data:`PREFIRE_FACTOR` times as long as that part of a pass took lately (passes of about
+#: as many timers: it grows with them), within :data:`PREFIRE_MIN` and :data:`PREFIRE_MAX`.
+#: Generous: on a virtual machine that part varies twofold from one pass to the next, and
+#: starting early only holds the timers' runs (a change to one of them waits for the pass)
+#: and a connection a little longer (on SQLite, the writer: the changes of this process
+#: queue meanwhile, and commit together after it).
 PREFIRE_FIRST = 0.004
 PREFIRE_FACTOR = 2.0
 PREFIRE_MIN = 0.001
@@ -193,7 +193,7 @@ class ServiceHost:
                         since=generation,
                         call_later=self._alarm.call_later,
                     ):
-                        due = clock.skipping
+                        due = False  # something changed: read again first
                         continue
                     self._warm(target)
                     delay = clock.real_delay(target)
