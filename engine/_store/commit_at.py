@@ -12,7 +12,7 @@ from typing import Any
 
 @dataclass
 class CommitAt:
-    """When a PostgreSQL transaction may commit, at the earliest (see
+    """When a transaction may commit, at the earliest (see
     :meth:`StoreTx.commit_not_before`)."""
 
     #: ``time.monotonic()`` before which the ``COMMIT`` is not sent.

@@ -117,6 +117,11 @@ class HeldTransaction:
         """Whether the transaction still waits for its second change."""
         return self._state == _OPEN
 
+    @property
+    def rolled_back(self) -> bool:
+        """Whether it ended, rolled back: the workflow task it started never existed."""
+        return _failed(self._committed)
+
     async def commit(self) -> None:
         """Commit the first change alone, if nothing has ended the transaction yet (else
         wait until it has). A failure is handled here (the first change is recorded again)
@@ -263,6 +268,10 @@ class HeldTransaction:
                 loop.call_soon_threadsafe(_resolve, committed, ok)
 
 
+def _failed(committed: asyncio.Future[bool] | None) -> bool:
+    return committed is not None and committed.done() and not committed.result()
+
+
 def _resolve(fut: asyncio.Future[bool], ok: bool) -> None:
     if not fut.done():
         fut.set_result(ok)
@@ -295,7 +304,7 @@ class Committing:
     @property
     def rolled_back(self) -> bool:
         """Whether the commit came back failed (the task never existed)."""
-        return self._committed.done() and not self._committed.result()
+        return _failed(self._committed)
 
     async def commit_with(self, fn: Callable[..., T], *args: Any) -> T:
         """Once the commit has come back: ``fn(tx, *args)`` in a transaction of its own;

@@ -116,19 +116,14 @@ class TimerQueries:
         instead of a round trip of its own (later ones read again: by then this
         transaction may have changed the run). On SQLite, where reads are local,
         ``expected`` is ignored."""
-        params = {"now": now, "lim": limit}
-        reads: list[tuple[Q, Any]] = [
-            (DUE_TIMERS, params),
-            (TIMED_OUT_WFTS, params),
-            (TIMED_OUT_ACTS, params),
-        ]
-        if real is not None and real < now:
-            by_clock = {"now": real, "lim": limit}
-            reads = [
-                (DUE_TIMERS_AHEAD, {"now": now, "real": real, "lim": limit}),
-                (TIMED_OUT_WFTS, by_clock),
-                (TIMED_OUT_ACTS, by_clock),
-            ]
+        ahead = real is not None and real < now
+        by_clock = {"now": real if ahead else now, "lim": limit}
+        due_timers: tuple[Q, Any] = (
+            (DUE_TIMERS_AHEAD, {"now": now, "real": real, "lim": limit})
+            if ahead
+            else (DUE_TIMERS, by_clock)
+        )
+        reads = [due_timers, (TIMED_OUT_WFTS, by_clock), (TIMED_OUT_ACTS, by_clock)]
         if not self.postgres:
             timers, wfts, acts = (self._q(q, p).fetchall() for q, p in reads)
             return timers, wfts, acts

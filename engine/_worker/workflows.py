@@ -33,7 +33,7 @@ from .._service.service import Service
 from .._service.state import wft_channel
 from .._service.types import QueryTask, WorkflowTask
 from .._service.workflow_tasks import TaskNotFoundError
-from .._store.held import Committing, _TaskRolledBack
+from .._store.held import _TaskRolledBack
 from ..common import duration_from_json
 from ..converter import (
     DataConverter,
@@ -486,7 +486,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             return commands
         if task.held is not None:  # local activities may run long: commit the start now
             await task.held.commit()
-            if isinstance(task.held, Committing) and task.held.rolled_back:
+            if task.held.rolled_back:
                 # No local activity for a task that never existed (its run goes on from
                 # the task that comes through the queue).
                 raise _TaskRolledBack("the transaction that started this workflow task failed")
