@@ -16,6 +16,7 @@ import time
 
 from .._store.commit_at import CommitAt
 from .._store.held import Committing
+from .._store.pg_stats import STATS_INTERVAL, StatsKeeper
 from ..exceptions import StoreUnavailableError
 from .alarm import Alarm
 from .handoff import Reservation
@@ -86,6 +87,9 @@ class ServiceHost:
         #: Clock seconds from the start to the first retention sweep.
         self.sweep_delay = sweep_delay
         self._task: asyncio.Task[None] | None = None
+        #: On PostgreSQL: keeps the planner's statistics of the engine's tables up to date
+        #: while they grow fast (see ``engine._store.pg_stats``).
+        self._stats_task: asyncio.Task[None] | None = None
         self._stopping = False
         self._next_sweep = 0.0
         #: The first timers by due time (run id, due, timer id, whether a pass started
@@ -110,16 +114,20 @@ class ServiceHost:
         """Start the loop on the running event loop."""
         if self._task is None:
             self._stopping = False
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="durable-host")
+            loop = asyncio.get_running_loop()
+            self._task = loop.create_task(self._run(), name="durable-host")
+            if self.service.store.postgres and self._stats_task is None:
+                self._stats_task = loop.create_task(self._keep_stats(), name="durable-stats")
 
     async def stop(self) -> None:
         """Stop the loop and wait for it."""
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        for task in (self._task, self._stats_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._stats_task = None
         self._alarm.close()
 
     async def _run(self) -> None:
@@ -216,6 +224,23 @@ class ServiceHost:
             except Exception:
                 log.exception("timer loop error; retrying in a second")
                 await asyncio.sleep(1.0)
+
+    async def _keep_stats(self) -> None:
+        """Every :data:`STATS_INTERVAL`, ``ANALYZE`` the engine's tables that grew past
+        autovacuum's threshold (:class:`StatsKeeper`), on a thread of its own; stopping
+        waits for an ``ANALYZE`` under way (its connection goes back to the pool)."""
+        keeper = StatsKeeper(self.service.store.engine)
+        while True:
+            await asyncio.sleep(STATS_INTERVAL)
+            running = asyncio.ensure_future(asyncio.to_thread(keeper.run_once))
+            try:
+                await asyncio.shield(running)
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):
+                    await running
+                raise
+            except Exception as err:  # an outage, a dropped table: the next look tries again
+                log.debug("planner statistics not kept this time: %s", err)
 
     async def _fire_due(self) -> int:
         """Fire what is due. The timers among the upcoming ones (read before the wait)
