@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 
 from .._store.commit_at import CommitAt
 from .._store.held import Committing
 from .._store.pg_stats import STATS_INTERVAL, StatsKeeper
+from .._store.schema import WFT_STARTED
+from .._store.tx import StoreTx
 from ..exceptions import StoreUnavailableError
 from .alarm import Alarm
 from .handoff import Reservation
@@ -70,6 +73,12 @@ POLL_SLACK = 0.05
 #: Clock seconds between two retention sweeps, and from the host's start to its first.
 SWEEP_INTERVAL = 60.0
 SWEEP_DELAY = 5.0
+
+
+def _is_started(tx: StoreTx, run_id: str, request_id: str) -> bool:
+    """Whether run ``run_id``'s workflow task is started, by request ``request_id``."""
+    wft = tx.get_workflow_task(run_id)
+    return wft is not None and wft.state == WFT_STARTED and wft.request_id == request_id
 
 
 class ServiceHost:
@@ -337,17 +346,24 @@ class ServiceHost:
                 reservation = reservations.get(run_id)
                 if reservation is not None and not reservation.settled:
                     task.held = committing
+                    if committing.probe is None:  # one task tells for the whole commit
+                        committing.probe = functools.partial(self._started, task)
                     reservation.settle(task)
 
         def on_due() -> None:  # on the store's thread: what this attempt started
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
                 loop.call_soon_threadsafe(hand_out, commit_at.payload or {})
 
-        def on_done(committed: bool) -> None:  # on the store's thread, after on_due's
+        def on_done(committed: bool | None) -> None:  # on the store's thread, after on_due's
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(committing.settle, committed)
 
         commit_at.on_due, commit_at.on_done = on_due, on_done
+
+    async def _started(self, task: WorkflowTask) -> bool:
+        """Whether ``task`` was started (its run's workflow task is, by the same request),
+        read after a commit whose answer was lost."""
+        return await self.service.store.read(_is_started, task.run_id, task.request_id)
 
     def _lead(self, timers: int) -> float:
         """How long before its due time a firing pass of ``timers`` starts:

@@ -23,9 +23,10 @@ class CommitAt:
     #: PostgreSQL: called (on the store's thread) once the deadline has come, just before
     #: the ``COMMIT`` is sent, and ``on_done(committed)`` once it has come back: the caller
     #: may hand out what the transaction did while its commit travels (the timer loop's
-    #: workflow tasks, ``engine._store.held.Committing``).
+    #: workflow tasks, ``engine._store.held.Committing``). ``committed`` is None when the
+    #: connection was lost with the ``COMMIT`` sent: the server may have committed or not.
     on_due: Callable[[], None] | None = None
-    on_done: Callable[[bool], None] | None = None
+    on_done: Callable[[bool | None], None] | None = None
     #: Set (on the store's thread) just before ``on_due`` is called: a transaction function
     #: run again after a failed commit must not hand the same things out twice.
     handed_out: bool = False

@@ -287,14 +287,37 @@ class Committing:
     tasks its firing pass started: ``engine._service.host``). As with a held transaction,
     the worker runs the workflow code meanwhile; everything it sends about the task waits
     for the commit first, and if the commit failed the task never existed: the worker
-    drops it (:class:`_TaskRolledBack`) and forgets the run. Used from the event loop."""
+    drops it (:class:`_TaskRolledBack`) and forgets the run. Used from the event loop.
+
+    When the connection was lost with the ``COMMIT`` sent, the server may have committed:
+    :attr:`probe` (set by whoever handed the tasks out) then reads whether it did, once the
+    database answers again. Without the probe such a task would be dropped although it
+    exists, and its run would wait for the task's timeout."""
 
     def __init__(self, store: Store, loop: asyncio.AbstractEventLoop) -> None:
         self.store = store
+        self._loop = loop
         self._committed: asyncio.Future[bool] = loop.create_future()
+        #: Reads whether the transaction committed (after a lost connection); None: it
+        #: is taken as rolled back.
+        self.probe: Callable[[], Awaitable[bool]] | None = None
+        self._probing: asyncio.Task[None] | None = None
 
-    def settle(self, committed: bool) -> None:
-        """The commit came back (True), or failed (False); the first word counts."""
+    def settle(self, committed: bool | None) -> None:
+        """The commit came back (True), or failed (False), or nobody knows (None: the
+        connection was lost with the ``COMMIT`` sent; :attr:`probe` tells). The first word
+        counts."""
+        if committed is not None or self.probe is None:
+            _resolve(self._committed, bool(committed))
+        elif self._probing is None and not self._committed.done():
+            self._probing = self._loop.create_task(self._settle_by_probe(self.probe))
+
+    async def _settle_by_probe(self, probe: Callable[[], Awaitable[bool]]) -> None:
+        try:
+            committed = await probe()
+        except Exception as err:  # the database stayed away: as before, dropped
+            log.warning("whether a commit went through is unknown (%s): its tasks are dropped", err)
+            committed = False
         _resolve(self._committed, committed)
 
     async def commit(self) -> None:

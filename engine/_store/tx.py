@@ -22,6 +22,7 @@ from .ahead import Ahead, AheadQueries, usable
 from .commit_at import CommitAt, wait_for
 from .messages import MessageQueries
 from .namespaces import NamespaceQueries
+from .outage import LOST, classify, is_database_error
 from .queries import (
     _EXEC_COLS,
     _N_EXEC_COLS,
@@ -324,9 +325,10 @@ class StoreTx(
             at.on_due()
         try:
             self._pipelined(None, None, ("COMMIT",))
-        except BaseException:
+        except BaseException as err:
             if at.on_done is not None:
-                at.on_done(False)
+                # The connection lost with the COMMIT sent: whether it committed is unknown.
+                at.on_done(None if is_database_error(err) and classify(err) == LOST else False)
             raise
         if at.on_done is not None:
             at.on_done(True)

@@ -2,7 +2,8 @@
 pass's ``COMMIT`` is still on its way (``ServiceHost._hand_out_early``,
 ``engine._store.held.Committing``). The workflow code may run meanwhile; its completion
 waits for the commit; if the commit fails, the worker drops the task and the timer fires
-again through the queue, once."""
+again through the queue, once; if the commit's answer is lost, the worker reads whether
+its task was started."""
 
 from __future__ import annotations
 
@@ -56,9 +57,17 @@ class _Commits:
     """Watches the COMMIT of firing passes started ahead (those that wait to commit):
     optionally fails the first one, and slows each down so the hand-over shows."""
 
-    def __init__(self, fail_first: bool, delay: float) -> None:
+    def __init__(
+        self, fail_first: bool, delay: float, lose_answer: bool = False, lose_commit: bool = False
+    ) -> None:
         self.fail_first = fail_first
         self.delay = delay
+        #: The first COMMIT goes through, but its answer is "lost" (the connection seems
+        #: gone): whether it committed is unknown to the store.
+        self.lose_answer = lose_answer
+        #: The first COMMIT is "lost" on its way: the same error, but nothing committed.
+        self.lose_commit = lose_commit
+        self.lost = 0
         self.returned: list[float] = []  # wall-clock times the COMMITs came back
         self.failed = 0
         self._lock = threading.Lock()
@@ -80,8 +89,18 @@ class _Commits:
                 commits.failed += fail
             if fail:
                 raise psycopg.errors.SerializationFailure("injected: the commit failed")
+            with commits._lock:
+                lose = commits.lose_commit and not commits.lost
+                commits.lost += lose
+            if lose:
+                raise psycopg.OperationalError("injected: the connection was lost")
             pipelined(tx, sql, params, tail)
             commits.returned.append(time.time())
+            with commits._lock:
+                lose = commits.lose_answer and not commits.lost
+                commits.lost += lose
+            if lose:
+                raise psycopg.OperationalError("injected: the connection was lost")
 
         monkeypatch.setattr(StoreTx, "_pipelined", watched)
 
@@ -136,6 +155,41 @@ async def test_a_task_handed_out_before_a_failed_commit_is_dropped(
     assert types[-1] == "WorkflowExecutionCompleted"
     # The worker dropped the task at once: it did not wait for it to time out.
     assert "WorkflowTaskTimedOut" not in types, types
+
+
+async def test_a_task_whose_commit_answer_was_lost_is_run_if_it_committed(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The connection seems lost with the COMMIT sent, but the server committed: the
+    worker reads that its task was started and completes it, instead of dropping it and
+    leaving the run to wait for the task's timeout."""
+    commits = _Commits(fail_first=False, delay=0.05, lose_answer=True)
+    commits.install(monkeypatch)
+    with caplog.at_level(logging.INFO, logger="engine"):
+        _, types = await _run(pg_url, commits)
+    assert commits.lost == 1
+    assert not [r for r in caplog.records if "workflow task dropped" in r.getMessage()]
+    assert types.count("TimerFired") == 1, types
+    assert "WorkflowTaskTimedOut" not in types, types
+    assert types.count("WorkflowTaskCompleted") == 2, types
+    assert types[-1] == "WorkflowExecutionCompleted"
+
+
+async def test_a_task_whose_commit_was_lost_is_dropped(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same lost connection, but the COMMIT never reached the server: the worker
+    reads that its task was not started, drops it, and the run goes on from the queue."""
+    commits = _Commits(fail_first=False, delay=0.05, lose_commit=True)
+    commits.install(monkeypatch)
+    with caplog.at_level(logging.INFO, logger="engine"):
+        _, types = await _run(pg_url, commits)
+    assert commits.lost == 1
+    dropped = [r for r in caplog.records if "workflow task dropped" in r.getMessage()]
+    assert len(dropped) == 1, [r.getMessage() for r in caplog.records]
+    assert types.count("TimerFired") == 1, types
+    assert "WorkflowTaskTimedOut" not in types, types
+    assert types[-1] == "WorkflowExecutionCompleted"
 
 
 async def test_no_local_activity_runs_for_a_task_whose_commit_failed(
