@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 
 from .._store.commit_at import CommitAt
 from .._store.held import Committing
 from .._store.pg_stats import STATS_INTERVAL, StatsKeeper
-from .._store.schema import WFT_STARTED
 from .._store.tx import StoreTx
 from ..exceptions import StoreUnavailableError
 from .alarm import Alarm
@@ -75,10 +73,14 @@ SWEEP_INTERVAL = 60.0
 SWEEP_DELAY = 5.0
 
 
-def _is_started(tx: StoreTx, run_id: str, request_id: str) -> bool:
-    """Whether run ``run_id``'s workflow task is started, by request ``request_id``."""
-    wft = tx.get_workflow_task(run_id)
-    return wft is not None and wft.state == WFT_STARTED and wft.request_id == request_id
+#: How long (seconds) the probe of a commit whose answer was lost waits for PostgreSQL to
+#: end the transaction (a server process whose client vanished may hold it open until its
+#: keepalives give up: about 15 s, ``PG_CONNECT_ARGS``), before taking it as rolled back.
+PROBE_PATIENCE = 20.0
+
+
+def _xact_status(tx: StoreTx, xid: str) -> str | None:
+    return tx.transaction_status(xid)
 
 
 class ServiceHost:
@@ -236,11 +238,15 @@ class ServiceHost:
 
     async def _keep_stats(self) -> None:
         """Every :data:`STATS_INTERVAL`, ``ANALYZE`` the engine's tables that grew past
-        autovacuum's threshold (:class:`StatsKeeper`), on a thread of its own; stopping
-        waits for an ``ANALYZE`` under way (its connection goes back to the pool)."""
-        keeper = StatsKeeper(self.service.store.engine)
+        autovacuum's threshold (:class:`StatsKeeper`), off the event loop (a thread of the
+        loop's default executor); stopping waits for an ``ANALYZE`` under way (its
+        connection goes back to the pool)."""
+        store = self.service.store
+        keeper = StatsKeeper(store.engine)
         while True:
             await asyncio.sleep(STATS_INTERVAL)
+            if store.closed:
+                return
             running = asyncio.ensure_future(asyncio.to_thread(keeper.run_once))
             try:
                 await asyncio.shield(running)
@@ -335,19 +341,19 @@ class ServiceHost:
         reserved workers to reach them at the due time, while the ``COMMIT`` travels (a
         round trip and the server's flush: a millisecond or more), not after it: each task
         carries a :class:`Committing` that what the worker sends about it waits for, and
-        that tells the worker to drop it if the commit failed (``engine._store.held``)."""
+        that tells the worker to drop it if the commit failed (``engine._store.held``); if
+        the commit's answer was lost, :meth:`_committed` finds out what it came to."""
         if not reservations or not self.service.store.postgres:
             return
         loop = asyncio.get_running_loop()
         committing = Committing(self.service.store, loop)
+        committing.probe = lambda: self._committed(commit_at)
 
         def hand_out(started: dict[str, WorkflowTask]) -> None:  # on the loop
             for run_id, task in started.items():
                 reservation = reservations.get(run_id)
                 if reservation is not None and not reservation.settled:
                     task.held = committing
-                    if committing.probe is None:  # one task tells for the whole commit
-                        committing.probe = functools.partial(self._started, task)
                     reservation.settle(task)
 
         def on_due() -> None:  # on the store's thread: what this attempt started
@@ -360,10 +366,19 @@ class ServiceHost:
 
         commit_at.on_due, commit_at.on_done = on_due, on_done
 
-    async def _started(self, task: WorkflowTask) -> bool:
-        """Whether ``task`` was started (its run's workflow task is, by the same request),
-        read after a commit whose answer was lost."""
-        return await self.service.store.read(_is_started, task.run_id, task.request_id)
+    async def _committed(self, commit_at: CommitAt) -> bool:
+        """Whether the transaction of ``commit_at`` committed, after its ``COMMIT``'s answer
+        was lost: PostgreSQL's own word on its transaction id (``pg_xact_status``), read once
+        the database answers again, and again while the transaction is still in progress
+        (for at most :data:`PROBE_PATIENCE`)."""
+        if commit_at.xid is None:
+            return False
+        give_up = time.monotonic() + PROBE_PATIENCE
+        while True:
+            status = await self.service.store.read(_xact_status, commit_at.xid)
+            if status != "in progress" or time.monotonic() > give_up:
+                return status == "committed"
+            await asyncio.sleep(0.05)
 
     def _lead(self, timers: int) -> float:
         """How long before its due time a firing pass of ``timers`` starts:

@@ -32,6 +32,9 @@ class CommitAt:
     handed_out: bool = False
     #: What the transaction function leaves for ``on_due`` to hand out.
     payload: Any = None
+    #: PostgreSQL, set before ``on_due``: the transaction's id (``pg_current_xact_id()``),
+    #: whose fate ``pg_xact_status`` tells when the ``COMMIT``'s answer was lost.
+    xid: str | None = None
 
 
 def wait_for(at: CommitAt) -> None:

@@ -290,9 +290,10 @@ class Committing:
     drops it (:class:`_TaskRolledBack`) and forgets the run. Used from the event loop.
 
     When the connection was lost with the ``COMMIT`` sent, the server may have committed:
-    :attr:`probe` (set by whoever handed the tasks out) then reads whether it did, once the
-    database answers again. Without the probe such a task would be dropped although it
-    exists, and its run would wait for the task's timeout."""
+    :attr:`probe` (set by whoever handed the tasks out: the timer loop asks PostgreSQL
+    about the transaction's id) then tells whether it did, once the database answers
+    again. Without it such a task would be dropped although it exists, and its run would
+    wait for the task's timeout."""
 
     def __init__(self, store: Store, loop: asyncio.AbstractEventLoop) -> None:
         self.store = store
@@ -302,14 +303,19 @@ class Committing:
         #: is taken as rolled back.
         self.probe: Callable[[], Awaitable[bool]] | None = None
         self._probing: asyncio.Task[None] | None = None
+        self._spoken = False
 
     def settle(self, committed: bool | None) -> None:
         """The commit came back (True), or failed (False), or nobody knows (None: the
         connection was lost with the ``COMMIT`` sent; :attr:`probe` tells). The first word
-        counts."""
+        counts (a later one, say from the store's rerun of the transaction, is about
+        another transaction)."""
+        if self._spoken:
+            return
+        self._spoken = True
         if committed is not None or self.probe is None:
             _resolve(self._committed, bool(committed))
-        elif self._probing is None and not self._committed.done():
+        else:
             self._probing = self._loop.create_task(self._settle_by_probe(self.probe))
 
     async def _settle_by_probe(self, probe: Callable[[], Awaitable[bool]]) -> None:

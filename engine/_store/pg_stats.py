@@ -9,21 +9,22 @@ grows from nothing to a hundred thousand rows with no statistics at all, and the
 assuming a couple of hundred distinct run ids, reads a run's events by scanning the whole
 table; plans cached while the tables were tiny (sequential scans, then cheapest) stay in
 use as they grow. Measured with ``bench/run.py --backend postgres --workloads W1 --reps
-30``: throughput fell from 1,200 to under 500 workflows a second within 20 s, the server's
-time going to those scans.
+30`` on a server with autovacuum off: throughput fell from about 1,000-1,200 to under 500
+workflows a second within 20 s, the server's time going to those scans.
 
-:class:`StatsKeeper` applies autovacuum's own rule, with the server's settings, to the
-engine's tables only, but when asked (the service host asks every
-:data:`STATS_INTERVAL`): a table changed past its threshold is analyzed now. Once its
-statistics say how run ids spread, the plans hold as the table grows, and the rule (a
-tenth of the table's size by default) makes a large table's turn rare. Several processes
-on one database analyze a table once (an advisory lock, and a look at when it was last
-analyzed by anyone).
+:class:`StatsKeeper` applies autovacuum's own rule to the engine's tables (the server's
+settings, or the table's own where it has them), but when asked (the service host asks
+every :data:`STATS_INTERVAL`): a table changed past its threshold is analyzed now. Once
+its statistics say how run ids spread, the plans hold as the table grows, and the rule (a
+tenth of the table's size by default) makes a large table's turn rare. Processes on one
+database take turns: a table is analyzed under an advisory lock, by the first process that
+finds it still past its threshold.
 
 It does so where autovacuum is off for the whole server too (this project's CI server
 runs so): there nothing else would ever analyze the tables, and the engine would slow down
 as they grow. A table whose own settings turn autovacuum off (``ALTER TABLE dn_... SET
-(autovacuum_enabled = false)``) is left to its administrator.
+(autovacuum_enabled = off)``) is left to its administrator, and so is one the connecting
+role may not analyze (it does not own it).
 """
 
 from __future__ import annotations
@@ -41,9 +42,6 @@ log = logging.getLogger("engine.store")
 #: Seconds between two looks at the tables' change counts (see :class:`StatsKeeper`).
 STATS_INTERVAL = 2.0
 
-#: A table analyzed by anyone this recently (seconds) is left alone.
-RECENT = 1.0
-
 #: How long an ``ANALYZE`` waits for its table's lock (a migration, another ``ANALYZE``).
 LOCK_TIMEOUT_MS = 500
 
@@ -60,19 +58,30 @@ TABLES: tuple[str, ...] = tuple(
     name for name in metadata.tables if name not in ("dn_schema_versions", "dn_namespaces")
 )
 
-# The engine's tables (found through the search path, as its statements find them) whose
-# changes since their last ANALYZE passed autovacuum's threshold, where autovacuum is on.
+# Of the tables ``c``: whether one has changed past autovacuum's threshold since its last
+# ANALYZE (its own settings first, then the server's), may be analyzed by this role, and
+# has not had autovacuum turned off by its own settings.
+_PAST_THRESHOLD = """
+    pg_has_role(c.relowner, 'USAGE')
+    AND coalesce((SELECT o.option_value::bool FROM pg_options_to_table(c.reloptions) o
+                  WHERE o.option_name = 'autovacuum_enabled'), true)
+    AND pg_stat_get_mod_since_analyze(c.oid) >
+        coalesce((SELECT o.option_value::float8 FROM pg_options_to_table(c.reloptions) o
+                  WHERE o.option_name = 'autovacuum_analyze_threshold'),
+                 current_setting('autovacuum_analyze_threshold')::float8)
+        + coalesce((SELECT o.option_value::float8 FROM pg_options_to_table(c.reloptions) o
+                    WHERE o.option_name = 'autovacuum_analyze_scale_factor'),
+                   current_setting('autovacuum_analyze_scale_factor')::float8)
+          * greatest(c.reltuples, 0)
+"""
+
+# The engine's tables (found through the search path, as its statements find them) past
+# their threshold, the most changed first.
 _GROWN = sa.text(
-    """
-    SELECT s.relid, quote_ident(s.schemaname) || '.' || quote_ident(s.relname)
-    FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
-    WHERE s.relid = ANY(CAST(:oids AS oid[]))
-      AND NOT coalesce(c.reloptions @> ARRAY['autovacuum_enabled=false'], false)
-      AND s.n_mod_since_analyze > current_setting('autovacuum_analyze_threshold')::float8
-          + current_setting('autovacuum_analyze_scale_factor')::float8
-            * greatest(c.reltuples, 0)
-    ORDER BY s.n_mod_since_analyze DESC
-    """
+    "SELECT c.oid, quote_ident(n.nspname) || '.' || quote_ident(c.relname) "
+    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    f"WHERE c.oid = ANY(CAST(:oids AS oid[])) AND {_PAST_THRESHOLD} "
+    "ORDER BY pg_stat_get_mod_since_analyze(c.oid) DESC"
 )
 
 _OIDS = sa.text(
@@ -80,12 +89,11 @@ _OIDS = sa.text(
     "FROM unnest(CAST(:names AS text[])) AS t"
 )
 
-# Taken in the transaction that analyzes; then whether someone analyzed the table just now.
+# Taken in the transaction that analyzes: the table's advisory lock, then whether it is
+# still past its threshold (another process may have analyzed it since the look above).
 _CLAIM = sa.text(
-    "SELECT pg_try_advisory_xact_lock(:key) "
-    "AND coalesce(greatest(pg_stat_get_last_analyze_time(:relid), "
-    "pg_stat_get_last_autoanalyze_time(:relid)), '-infinity') "
-    f"< now() - interval '{RECENT} seconds'"
+    "SELECT pg_try_advisory_xact_lock(:key) AND EXISTS "
+    f"(SELECT FROM pg_class c WHERE c.oid = CAST(:relid AS oid) AND {_PAST_THRESHOLD})"
 )
 
 #: A table is analyzed again no sooner than this many times as long as its last
@@ -108,13 +116,12 @@ class StatsKeeper:
         autovacuum's threshold; returns the tables analyzed (schema-qualified) with the
         seconds each took."""
         done: dict[str, float] = {}
-        now = time.monotonic()
         with self.engine.connect() as conn:
             with conn.begin():
                 oids = conn.execute(_OIDS, {"names": self.tables}).scalar()
                 grown = conn.execute(_GROWN, {"oids": oids}).all() if oids else []
             for relid, name in grown:
-                if self._not_before.get(name, 0.0) > now:
+                if self._not_before.get(name, 0.0) > time.monotonic():
                     continue
                 key = (ADVISORY_KEY << 32) + int(relid)
                 t0 = time.perf_counter()
@@ -132,7 +139,7 @@ class StatsKeeper:
                     continue
                 took = time.perf_counter() - t0
                 done[name] = took
-                self._not_before[name] = now + SPACING * took
+                self._not_before[name] = time.monotonic() + SPACING * took
         if done:
             log.debug("analyzed %s", ", ".join(f"{n} ({s * 1000:.0f} ms)" for n, s in done.items()))
         return done

@@ -86,6 +86,8 @@ _UPDATE_WFT = "UPDATE dn_workflow_tasks SET "
 
 #: The first statement of a transaction that must see one snapshot (PostgreSQL).
 _REPEATABLE_READ = Q("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+_XACT_ID = "SELECT pg_current_xact_id()::text"
+XACT_STATUS = Q("SELECT pg_xact_status(CAST(:xid AS xid8))")  # PostgreSQL only
 
 
 def _execute(cur: Any, sql: str, params: Any) -> None:
@@ -318,7 +320,12 @@ class StoreTx(
         # Everything but the COMMIT now (a round trip), then the wait, then the COMMIT
         # alone: what remains on the due time's path is the commit's own round trip, and
         # what the transaction did may be handed out meanwhile (on_due).
-        self._pipelined(None, None)
+        if at.on_done is not None:  # (its id goes with the writes: no round trip more)
+            self._pipelined(_XACT_ID, None)
+            row = self._cursor.fetchone()
+            at.xid = None if row is None else str(row[0])
+        else:
+            self._pipelined(None, None)
         wait_for(at)
         if at.on_due is not None:
             at.handed_out = True
@@ -686,6 +693,12 @@ class StoreTx(
                 self._w(DELETE_BUFFERED_ONE, {"id": row.id})
                 return int(attrs.get("startedEventId", 0))
         return 0
+
+    def transaction_status(self, xid: str) -> str | None:
+        """PostgreSQL: ``committed``, ``aborted`` or ``in progress`` for a recent
+        transaction id (``CommitAt.xid``); None if too old to be known."""
+        row = self._q(XACT_STATUS, {"xid": xid}).fetchone()
+        return None if row is None or row[0] is None else str(row[0])
 
     def get_workflow_task(self, run_id: str) -> Row | None:
         """The pending workflow task of a run."""

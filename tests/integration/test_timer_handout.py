@@ -20,6 +20,7 @@ import pytest
 
 from engine import Client, Worker, activity, workflow
 from engine._service import host
+from engine._store.held import Committing
 from engine._store.tx import StoreTx
 
 
@@ -105,6 +106,20 @@ class _Commits:
         monkeypatch.setattr(StoreTx, "_pipelined", watched)
 
 
+def _watch_probe(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What the timer loop's probes of commits whose answer was lost came to."""
+    answers: list[bool] = []
+    probe = host.ServiceHost._committed
+
+    async def watched(self: host.ServiceHost, commit_at: Any) -> bool:
+        answer = await probe(self, commit_at)
+        answers.append(answer)
+        return answer
+
+    monkeypatch.setattr(host.ServiceHost, "_committed", watched)
+    return answers
+
+
 async def _run(pg_url: str, commits: _Commits, wf: Any = SleepsOnce) -> tuple[Any, list[str]]:
     async with await Client.connect(pg_url) as client:
         queue = f"q-{uuid.uuid4().hex[:6]}"
@@ -165,9 +180,14 @@ async def test_a_task_whose_commit_answer_was_lost_is_run_if_it_committed(
     leaving the run to wait for the task's timeout."""
     commits = _Commits(fail_first=False, delay=0.05, lose_answer=True)
     commits.install(monkeypatch)
+    probed = _watch_probe(monkeypatch)
     with caplog.at_level(logging.INFO, logger="engine"):
-        _, types = await _run(pg_url, commits)
+        ran_at, types = await _run(pg_url, commits)
     assert commits.lost == 1
+    # The task had been handed out (its code ran while the COMMIT travelled), and the
+    # worker learnt from PostgreSQL that the transaction committed.
+    assert ran_at < commits.returned[0], (ran_at, commits.returned)
+    assert probed == [True], probed
     assert not [r for r in caplog.records if "workflow task dropped" in r.getMessage()]
     assert types.count("TimerFired") == 1, types
     assert "WorkflowTaskTimedOut" not in types, types
@@ -182,14 +202,32 @@ async def test_a_task_whose_commit_was_lost_is_dropped(
     reads that its task was not started, drops it, and the run goes on from the queue."""
     commits = _Commits(fail_first=False, delay=0.05, lose_commit=True)
     commits.install(monkeypatch)
+    probed = _watch_probe(monkeypatch)
     with caplog.at_level(logging.INFO, logger="engine"):
         _, types = await _run(pg_url, commits)
     assert commits.lost == 1
+    assert probed == [False], probed
     dropped = [r for r in caplog.records if "workflow task dropped" in r.getMessage()]
     assert len(dropped) == 1, [r.getMessage() for r in caplog.records]
     assert types.count("TimerFired") == 1, types
     assert "WorkflowTaskTimedOut" not in types, types
     assert types[-1] == "WorkflowExecutionCompleted"
+
+
+async def test_the_first_word_on_a_commit_counts_even_when_unknown() -> None:
+    """A commit reported unknown, then (by the store's rerun of the pass, another
+    transaction) committed: the probe's answer about the first transaction counts."""
+    committing = Committing(store=None, loop=asyncio.get_running_loop())  # type: ignore[arg-type]
+
+    async def probe() -> bool:
+        await asyncio.sleep(0.01)
+        return False
+
+    committing.probe = probe
+    committing.settle(None)
+    committing.settle(True)
+    await asyncio.wait_for(committing.commit(), 5)
+    assert committing.rolled_back
 
 
 async def test_no_local_activity_runs_for_a_task_whose_commit_failed(
