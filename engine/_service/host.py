@@ -79,10 +79,6 @@ SWEEP_DELAY = 5.0
 PROBE_PATIENCE = 20.0
 
 
-def _xact_status(tx: StoreTx, xid: str) -> str | None:
-    return tx.transaction_status(xid)
-
-
 class ServiceHost:
     """Runs the timer loop of a :class:`Service` as an asyncio task."""
 
@@ -375,7 +371,7 @@ class ServiceHost:
             return False
         give_up = time.monotonic() + PROBE_PATIENCE
         while True:
-            status = await self.service.store.read(_xact_status, commit_at.xid)
+            status = await self.service.store.read(StoreTx.transaction_status, commit_at.xid)
             if status != "in progress" or time.monotonic() > give_up:
                 return status == "committed"
             await asyncio.sleep(0.05)

@@ -302,7 +302,7 @@ class Committing:
         #: Reads whether the transaction committed (after a lost connection); None: it
         #: is taken as rolled back.
         self.probe: Callable[[], Awaitable[bool]] | None = None
-        self._probing: asyncio.Task[None] | None = None
+        self._probing: asyncio.Task[None] | None = None  # (held: the loop keeps weak refs)
         self._spoken = False
 
     def settle(self, committed: bool | None) -> None:

@@ -124,7 +124,6 @@ class StatsKeeper:
                 if self._not_before.get(name, 0.0) > time.monotonic():
                     continue
                 key = (ADVISORY_KEY << 32) + int(relid)
-                t0 = time.perf_counter()
                 try:
                     with conn.begin():
                         if not conn.execute(_CLAIM, {"key": key, "relid": relid}).scalar():
