@@ -80,13 +80,9 @@ _PAST_THRESHOLD = """
 _GROWN = sa.text(
     "SELECT c.oid, quote_ident(n.nspname) || '.' || quote_ident(c.relname) "
     "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-    f"WHERE c.oid = ANY(CAST(:oids AS oid[])) AND {_PAST_THRESHOLD} "
+    "WHERE c.oid IN (SELECT to_regclass(t) FROM unnest(CAST(:names AS text[])) AS t) "
+    f"AND {_PAST_THRESHOLD} "
     "ORDER BY pg_stat_get_mod_since_analyze(c.oid) DESC"
-)
-
-_OIDS = sa.text(
-    "SELECT array_agg(to_regclass(t)::oid) FILTER (WHERE to_regclass(t) IS NOT NULL) "
-    "FROM unnest(CAST(:names AS text[])) AS t"
 )
 
 # Taken in the transaction that analyzes: the table's advisory lock, then whether it is
@@ -118,8 +114,7 @@ class StatsKeeper:
         done: dict[str, float] = {}
         with self.engine.connect() as conn:
             with conn.begin():
-                oids = conn.execute(_OIDS, {"names": self.tables}).scalar()
-                grown = conn.execute(_GROWN, {"oids": oids}).all() if oids else []
+                grown = conn.execute(_GROWN, {"names": self.tables}).all()
             for relid, name in grown:
                 if self._not_before.get(name, 0.0) > time.monotonic():
                     continue

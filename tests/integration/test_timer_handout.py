@@ -2,8 +2,8 @@
 pass's ``COMMIT`` is still on its way (``ServiceHost._hand_out_early``,
 ``engine._store.held.Committing``). The workflow code may run meanwhile; its completion
 waits for the commit; if the commit fails, the worker drops the task and the timer fires
-again through the queue, once; if the commit's answer is lost, the worker reads whether
-its task was started."""
+again through the queue, once; if the commit's answer is lost, PostgreSQL is asked
+whether the pass's transaction committed."""
 
 from __future__ import annotations
 
@@ -58,16 +58,12 @@ class _Commits:
     """Watches the COMMIT of firing passes started ahead (those that wait to commit):
     optionally fails the first one, and slows each down so the hand-over shows."""
 
-    def __init__(
-        self, fail_first: bool, delay: float, lose_answer: bool = False, lose_commit: bool = False
-    ) -> None:
+    def __init__(self, fail_first: bool, delay: float, lose: str = "") -> None:
         self.fail_first = fail_first
         self.delay = delay
-        #: The first COMMIT goes through, but its answer is "lost" (the connection seems
-        #: gone): whether it committed is unknown to the store.
-        self.lose_answer = lose_answer
-        #: The first COMMIT is "lost" on its way: the same error, but nothing committed.
-        self.lose_commit = lose_commit
+        #: The first COMMIT seems lost with the connection (the same error either way):
+        #: "commit", on its way (nothing committed); "answer", after the server committed.
+        self.lose = lose
         self.lost = 0
         self.returned: list[float] = []  # wall-clock times the COMMITs came back
         self.failed = 0
@@ -90,20 +86,20 @@ class _Commits:
                 commits.failed += fail
             if fail:
                 raise psycopg.errors.SerializationFailure("injected: the commit failed")
-            with commits._lock:
-                lose = commits.lose_commit and not commits.lost
-                commits.lost += lose
-            if lose:
-                raise psycopg.OperationalError("injected: the connection was lost")
+            commits._lose_first("commit")
             pipelined(tx, sql, params, tail)
             commits.returned.append(time.time())
-            with commits._lock:
-                lose = commits.lose_answer and not commits.lost
-                commits.lost += lose
-            if lose:
-                raise psycopg.OperationalError("injected: the connection was lost")
+            commits._lose_first("answer")
 
         monkeypatch.setattr(StoreTx, "_pipelined", watched)
+
+    def _lose_first(self, where: str) -> None:
+        """Raise a lost connection here, if this is where the first COMMIT is lost."""
+        with self._lock:
+            lose = self.lose == where and not self.lost
+            self.lost += lose
+        if lose:
+            raise psycopg.OperationalError("injected: the connection was lost")
 
 
 def _watch_probe(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
@@ -172,18 +168,27 @@ async def test_a_task_handed_out_before_a_failed_commit_is_dropped(
     assert "WorkflowTaskTimedOut" not in types, types
 
 
-async def test_a_task_whose_commit_answer_was_lost_is_run_if_it_committed(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    """The connection seems lost with the COMMIT sent, but the server committed: the
-    worker reads that its task was started and completes it, instead of dropping it and
-    leaving the run to wait for the task's timeout."""
-    commits = _Commits(fail_first=False, delay=0.05, lose_answer=True)
+async def _run_losing(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, lose: str
+) -> tuple[_Commits, list[bool], Any, list[str]]:
+    """A run whose timer's pass loses its first COMMIT's connection (``lose``, as
+    :class:`_Commits` takes it): the COMMITs, the probes' answers, the result, the history."""
+    commits = _Commits(fail_first=False, delay=0.05, lose=lose)
     commits.install(monkeypatch)
     probed = _watch_probe(monkeypatch)
     with caplog.at_level(logging.INFO, logger="engine"):
         ran_at, types = await _run(pg_url, commits)
     assert commits.lost == 1
+    return commits, probed, ran_at, types
+
+
+async def test_a_task_whose_commit_answer_was_lost_is_run_if_it_committed(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The connection seems lost with the COMMIT sent, but the server committed: the
+    timer loop learns so from PostgreSQL (the transaction's id), and the worker completes
+    the task instead of dropping it and leaving the run to wait for its timeout."""
+    commits, probed, ran_at, types = await _run_losing(pg_url, monkeypatch, caplog, "answer")
     # The task had been handed out (its code ran while the COMMIT travelled), and the
     # worker learnt from PostgreSQL that the transaction committed.
     assert ran_at < commits.returned[0], (ran_at, commits.returned)
@@ -198,14 +203,10 @@ async def test_a_task_whose_commit_answer_was_lost_is_run_if_it_committed(
 async def test_a_task_whose_commit_was_lost_is_dropped(
     pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The same lost connection, but the COMMIT never reached the server: the worker
-    reads that its task was not started, drops it, and the run goes on from the queue."""
-    commits = _Commits(fail_first=False, delay=0.05, lose_commit=True)
-    commits.install(monkeypatch)
-    probed = _watch_probe(monkeypatch)
-    with caplog.at_level(logging.INFO, logger="engine"):
-        _, types = await _run(pg_url, commits)
-    assert commits.lost == 1
+    """The same lost connection, but the COMMIT never reached the server: PostgreSQL says
+    the transaction did not commit, the worker drops the task, and the run goes on from
+    the queue."""
+    _, probed, _, types = await _run_losing(pg_url, monkeypatch, caplog, "commit")
     assert probed == [False], probed
     dropped = [r for r in caplog.records if "workflow task dropped" in r.getMessage()]
     assert len(dropped) == 1, [r.getMessage() for r in caplog.records]
