@@ -24,6 +24,7 @@ from .._model.cron import cron_backoff
 from .._model.events import HistoryEvent
 from .._store.ahead import LatestRun
 from .._store.gateway import Store
+from .._store.queries import CLOSING_EVENT_TYPES
 from .._store.schema import DEFAULT_RETENTION_SECONDS, WFT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import (
@@ -35,12 +36,14 @@ from ..common import (
 )
 from ..exceptions import (
     InvalidArgumentError,
+    RPCError,
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
     WorkflowQueryFailedError,
 )
 from .activity_ops import ActivityOps
 from .clock import Clock
+from .close_reads import CloseReads
 from .handoff import Handoffs, Reservation
 from .namespaces import NamespaceOps, not_found
 from .operation import operation
@@ -85,6 +88,7 @@ class Service(
         self.clock = clock or Clock()
         self._namespaces: set[str] = set()
         self.close_watcher = CloseWatcher(self)
+        self.close_reads = CloseReads(self)
         #: Runners of this process polling this store: work a transaction makes may be
         #: handed straight to one (see ``handoff.py``).
         self.handoffs = Handoffs()
@@ -618,19 +622,53 @@ class Service(
             )
         return out
 
-    @operation(read=True)
-    def run_and_close_event(
-        self, tx: StoreTx, namespace: str, workflow_id: str, run_id: str | None
+    async def run_and_close_event(
+        self, namespace: str, workflow_id: str, run_id: str | None
     ) -> tuple[Row, HistoryEvent | None]:
-        """The run row and, if the run is closed, its closing event: one transaction."""
-        row = _resolve_run(tx, namespace, workflow_id, run_id)
-        if row.status == WorkflowExecutionStatus.RUNNING:
-            return row, None
-        event = tx.close_event(row.run_id) or tx.last_event(row.run_id)
-        if event is None:
-            return row, None
-        attrs = json_loads(event.attributes)
-        return row, HistoryEvent(event.event_id, event.event_time, event.event_type, attrs)
+        """The run row and, if the run is closed, its closing event. Those asked for in
+        the same turn of the event loop are read in one transaction
+        (:mod:`engine._service.close_reads`)."""
+        return await self.close_reads.read(namespace, workflow_id, run_id)
+
+    @operation(read=True)
+    def runs_and_close_events(
+        self, tx: StoreTx, keys: Sequence[tuple[str, str, str | None]]
+    ) -> list[tuple[Row, HistoryEvent | None] | RPCError]:
+        """For each (namespace, workflow id, run id or None for the latest run): the run
+        row and, if the run is closed, its closing event; or the error a run not found
+        raises. The runs named by id are read in one statement, the closing events of the
+        closed ones in another."""
+        by_id = tx.runs_by_id([run_id for _, _, run_id in keys if run_id])
+        rows: list[Row | RPCError] = []
+        for namespace, workflow_id, run_id in keys:
+            row = by_id.get(run_id) if run_id else tx.find_latest_run(namespace, workflow_id)
+            if row is None or row.workflow_id != workflow_id or row.namespace != namespace:
+                rows.append(not_found(tx, namespace, workflow_id, run_id))
+            else:
+                rows.append(row)
+        # A closed run's last event is the one that closed it (none comes after).
+        last = tx.events_by_key(
+            {
+                str(row.run_id): row.next_event_id - 1
+                for row in rows
+                if not isinstance(row, RPCError) and row.status != WorkflowExecutionStatus.RUNNING
+            }
+        )
+        out: list[tuple[Row, HistoryEvent | None] | RPCError] = []
+        for row in rows:
+            if isinstance(row, RPCError) or row.status == WorkflowExecutionStatus.RUNNING:
+                out.append(row if isinstance(row, RPCError) else (row, None))
+                continue
+            event = last.get(str(row.run_id))
+            if event is None or event.event_type not in CLOSING_EVENT_TYPES:
+                event = tx.close_event(row.run_id) or tx.last_event(row.run_id)
+            if event is None:
+                out.append((row, None))
+                continue
+            attrs = json_loads(event.attributes)
+            closing = HistoryEvent(event.event_id, event.event_time, event.event_type, attrs)
+            out.append((row, closing))
+        return out
 
     @operation(read=True)
     def describe(

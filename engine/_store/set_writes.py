@@ -47,11 +47,17 @@ builds for a set of columns (``_insert``, ``_update``), and the commonest fixed 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Mapping, Sequence
 from functools import cache
 from typing import Any
 
 from sqlalchemy.dialects import postgresql
+
+try:  # installed with the engine's PostgreSQL extra (pyproject.toml)
+    import orjson
+except ImportError:  # pragma: no cover - the standard library's encoder does the same
+    orjson = None  # type: ignore[assignment]
 
 from .queries import (
     BUFFER_EVENT,
@@ -257,6 +263,30 @@ def _emit(groups: list[_Group], out: list[tuple[str, Any]]) -> None:
 #: value JSON has no word for (bytes, infinity) raises. Text as it is (psycopg encodes the
 #: statement's parameter as it would each value), and no check for cycles (rows are flat
 #: dicts): 13 % less time than the defaults.
-_json = json.JSONEncoder(
+_stdlib_json = json.JSONEncoder(
     separators=(",", ":"), allow_nan=False, ensure_ascii=False, check_circular=False
 ).encode
+
+#: What orjson must not turn into JSON itself, so that a value the standard encoder
+#: refuses is refused here too and its rows go as they were made: dates and times,
+#: dataclasses. (orjson refuses integers past 64 bits, which the standard encoder
+#: writes: their rows go as they were made, which stores the same.)
+_ORJSON_REFUSES = (
+    0 if orjson is None else orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+)
+
+
+def _orjson(rows: list[dict[str, Any]]) -> str:
+    """The rows as :data:`_stdlib_json` writes them, four times as fast (orjson: compact,
+    text unescaped, each float the shortest text that reads back as the same double; an
+    exponent may be written ``1e16`` where ``repr`` writes ``1e+16``, which PostgreSQL
+    reads the same). orjson writes a float that is not finite as ``null``: those are
+    refused here, as the standard encoder refuses them."""
+    for row in rows:
+        for value in row.values():
+            if type(value) is float and not math.isfinite(value):
+                raise ValueError(f"{value!r} has no JSON form")
+    return orjson.dumps(rows, option=_ORJSON_REFUSES).decode()
+
+
+_json = _stdlib_json if orjson is None else _orjson

@@ -19,6 +19,7 @@ from .._json import loads as json_loads
 from ..exceptions import StoreError
 from .activity_tasks import ActivityQueries
 from .ahead import Ahead, AheadQueries, usable
+from .closes import CloseQueries
 from .commit_at import CommitAt, wait_for
 from .messages import MessageQueries
 from .namespaces import NamespaceQueries
@@ -72,7 +73,6 @@ JsonDict = dict[str, Any]
 _dumps = compact_dumps()
 
 #: Statements whose text varies per call, the fixed part (state numbers from the schema).
-_CLOSED_AMONG = f"SELECT run_id FROM dn_executions WHERE status != {EXEC_RUNNING} AND run_id IN"
 _WAITING_WFTS = (
     f"FROM dn_workflow_tasks WHERE state = {WFT_SCHEDULED} AND visible_at > :now AND run_id IN "
     "(SELECT run_id FROM dn_executions WHERE namespace = :ns AND workflow_type = :t "
@@ -110,6 +110,7 @@ class StoreTx(
     TimerQueries,
     AheadQueries,
     MessageQueries,
+    CloseQueries,
 ):
     """One open transaction. Methods run SQL on it; wake-up channels are collected.
 
@@ -515,17 +516,6 @@ class StoreTx(
         return self._one(
             LATEST_RUN_LOCK if lock else LATEST_RUN, {"ns": namespace, "wid": workflow_id}
         )
-
-    def closed_among(self, run_ids: Sequence[str]) -> list[str]:
-        """The runs among ``run_ids`` that are no longer running."""
-        closed: list[str] = []
-        for i in range(0, len(run_ids), 500):
-            chunk = list(run_ids[i : i + 500])
-            params = {f"r{j}": r for j, r in enumerate(chunk)}
-            marks = ", ".join(f":r{j}" for j in range(len(chunk)))
-            q = Q(f"{_CLOSED_AMONG} ({marks})")
-            closed += [str(r[0]) for r in self._q(q, params).fetchall()]
-        return closed
 
     def open_children(self, run_id: str) -> Sequence[Row]:
         """Open child runs of a run, with their parent close policy."""

@@ -1,0 +1,173 @@
+"""Results awaited in a process that does not run the workflows: the reads of the runs
+asked for in one turn of the event loop go in one read transaction
+(``engine._service.close_reads``), each waiter still gets its own run's outcome or its
+own error, and a failed transaction reaches every waiter of its batch."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from engine import Client, Worker, workflow
+from engine._store import closes
+from engine._store.gateway import Store
+from engine.exceptions import StoreError, WorkflowNotFoundError
+
+
+@workflow.defn
+class Double:
+    @workflow.run
+    async def run(self, x: int) -> int:
+        return 2 * x
+
+
+@pytest.fixture
+async def elsewhere(db_url: str) -> AsyncIterator[Client]:
+    """A client on another store of the same database: another process, in effect."""
+    store = Store(db_url)
+    store.open()
+    other = Client(store)
+    try:
+        yield other
+    finally:
+        await other.close()
+        store.close()
+
+
+def _record_batches(client: Client, monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
+    batches: list[list[Any]] = []
+    real = client.service.runs_and_close_events
+
+    async def recorded(keys: list[Any]) -> Any:
+        batches.append(list(keys))
+        return await real(keys)
+
+    monkeypatch.setattr(client.service, "runs_and_close_events", recorded)
+    return batches
+
+
+async def test_results_awaited_together_are_read_together(
+    db_url: str, elsewhere: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(closes, "CHUNK", 5)  # 12 runs: three statements of each kind
+    queue = "reads-" + uuid.uuid4().hex
+    async with await Client.connect(db_url) as waiter:
+        batches = _record_batches(waiter, monkeypatch)
+        handles = [
+            await waiter.start_workflow(
+                Double.run, i, id=f"d{i}-{uuid.uuid4().hex}", task_queue=queue
+            )
+            for i in range(12)
+        ]
+        results = asyncio.ensure_future(asyncio.gather(*(h.result() for h in handles)))
+        while not batches:
+            await asyncio.sleep(0.01)
+        # The twelve waits began in one turn: one transaction read the twelve runs.
+        assert sorted(batches[0]) == sorted(
+            (waiter.namespace, h.id, h.result_run_id) for h in handles
+        )
+        async with Worker(elsewhere, task_queue=queue, workflows=[Double]):
+            assert await asyncio.wait_for(results, 30) == [2 * i for i in range(12)]
+        # Each waiter read its run again once the close woke it, and found it closed.
+        asked = [key for batch in batches for key in batch]
+        assert sorted(asked) == sorted(
+            2 * [(waiter.namespace, h.id, h.result_run_id) for h in handles]
+        )
+        assert waiter.service.close_reads.requests == 24
+        assert waiter.service.close_reads.transactions == len(batches) < 24
+
+
+async def test_each_waiter_of_a_batch_gets_its_own_outcome(
+    db_url: str, elsewhere: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queue = "own-" + uuid.uuid4().hex
+    async with await Client.connect(db_url) as waiter:
+        async with Worker(elsewhere, task_queue=queue, workflows=[Double]):
+            done = [
+                await elsewhere.start_workflow(
+                    Double.run, i, id=f"done{i}-{uuid.uuid4().hex}", task_queue=queue
+                )
+                for i in range(3)
+            ]
+            for handle in done:
+                await handle.result()
+        batches = _record_batches(waiter, monkeypatch)
+        open_run = await waiter.start_workflow(
+            Double.run, 7, id="open-" + uuid.uuid4().hex, task_queue=queue
+        )
+        waits = [
+            *(waiter.get_workflow_handle(h.id).result() for h in done),
+            waiter.get_workflow_handle("missing-" + uuid.uuid4().hex).result(),
+            waiter.get_workflow_handle(done[0].id, run_id=str(uuid.uuid4())).result(),
+            open_run.result(),
+        ]
+        tasks = [asyncio.ensure_future(w) for w in waits]
+        while not batches:
+            await asyncio.sleep(0.01)
+        assert len(batches[0]) == 6  # read in one transaction
+        outcomes = await asyncio.gather(*tasks[:5], return_exceptions=True)
+        assert outcomes[:3] == [0, 2, 4]
+        assert isinstance(outcomes[3], WorkflowNotFoundError)
+        assert isinstance(outcomes[4], WorkflowNotFoundError)
+        assert not tasks[5].done()  # the open run's waiter waits for its close
+        async with Worker(elsewhere, task_queue=queue, workflows=[Double]):
+            assert await asyncio.wait_for(tasks[5], 30) == 14
+
+
+async def test_a_failed_read_reaches_every_waiter_of_its_batch(
+    db_url: str, elsewhere: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queue = "fail-" + uuid.uuid4().hex
+    async with await Client.connect(db_url) as waiter:
+        async with Worker(elsewhere, task_queue=queue, workflows=[Double]):
+            done = [
+                await elsewhere.start_workflow(
+                    Double.run, i, id=f"f{i}-{uuid.uuid4().hex}", task_queue=queue
+                )
+                for i in range(3)
+            ]
+            for handle in done:
+                await handle.result()
+        calls = 0
+        real = waiter.service.runs_and_close_events
+
+        async def failing_once(keys: list[Any]) -> Any:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                raise StoreError("the database went away")
+            return await real(keys)
+
+        monkeypatch.setattr(waiter.service, "runs_and_close_events", failing_once)
+        outcomes = await asyncio.gather(
+            *(waiter.get_workflow_handle(h.id).result() for h in done), return_exceptions=True
+        )
+        assert calls == 1
+        assert all(isinstance(o, StoreError) for o in outcomes), outcomes
+        # The next reads are a transaction of their own, and succeed.
+        again = [waiter.get_workflow_handle(h.id).result() for h in done]
+        assert await asyncio.gather(*again) == [0, 2, 4]
+        assert calls == 2
+
+
+async def test_a_waiter_that_gave_up_is_skipped(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with await Client.connect(db_url) as waiter:
+        batches = _record_batches(waiter, monkeypatch)
+        gone = asyncio.ensure_future(
+            waiter.service.run_and_close_event(waiter.namespace, "nobody", None)
+        )
+        kept = asyncio.ensure_future(
+            waiter.service.run_and_close_event(waiter.namespace, "nobody-either", None)
+        )
+        await asyncio.sleep(0)  # both queued for the next turn
+        gone.cancel()
+        with pytest.raises(WorkflowNotFoundError):
+            await kept
+        assert batches == [[(waiter.namespace, "nobody-either", None)]]
+        assert gone.cancelled()
