@@ -114,8 +114,12 @@ class _Alone:
 class PgWriters:
     """The writer threads of a PostgreSQL store (see the module docstring)."""
 
-    THREADS = 3
-    MAX_BATCH = 32
+    #: Two: one may wait (a timer pass's commit held to its due time, a lock) while the
+    #: other writes. A third bought no throughput and cost CPU: every writer contends for
+    #: the interpreter lock with the worker, and W1 took 7 % more CPU per workflow with
+    #: three (bench/README.md, "Result reads together", eighth session).
+    THREADS = 2
+    MAX_BATCH = 64
     LOCK_TIMEOUT_MS = 50
 
     def __init__(self, store: Store) -> None:
