@@ -5,10 +5,11 @@ and per W2 activity step, by kind, and which transaction functions ran.
 
 Counts do not depend on the machine's speed, so unlike timings they compare across runs
 and machines (a count that grows with load, e.g. polls, shows here too). Statements are
-counted at the driver (``psycopg.Cursor.execute``, which the store's SQL goes through),
-round trips as the waits for the server psycopg makes (one per statement outside a pipeline;
-one per pipeline block; one for psycopg's ``BEGIN``, which it waits for even in a pipeline;
-one per ``COMMIT`` outside one),
+counted at the driver (``psycopg.Cursor.execute``, which the store's SQL goes through)
+and, for statements the store sends together as one query (``StoreTx._sent_together``),
+each one as the store writes it (``engine._store.set_writes.bound``), round trips as the
+waits for the server psycopg makes (one per query; one per pipeline block; one for
+psycopg's ``BEGIN``, which it waits for even in a pipeline; one per ``COMMIT`` outside one),
 transactions at the store (each also sends ``BEGIN`` and ``COMMIT``, not counted as
 statements; a group commit of several changes counts once, by its size; a held transaction,
 ``engine._store.held``, counts once, by its first change, and its end is shown apart) with
@@ -38,9 +39,11 @@ import run as bench  # noqa: E402
 from workloads import SeqActivitiesWF  # noqa: E402
 
 from engine import Client  # noqa: E402
+from engine._store import tx as tx_module  # noqa: E402
 from engine._store.gateway import Store  # noqa: E402
 from engine._store.held import HeldTransaction  # noqa: E402
 from engine._store.pg_writer import PgWriters  # noqa: E402
+from engine._store.tx import StoreTx  # noqa: E402
 
 
 class Census:
@@ -104,14 +107,40 @@ def _waits(conn: Any) -> int:
     return 1 + begin
 
 
+#: Set while the store sends statements together as one query: they were counted one by
+#: one as they were written (``bound``), the query counts as a round trip only.
+_TOGETHER = threading.local()
+
+
 def instrument() -> None:
+    bound = tx_module.bound
+    sent_together = StoreTx._sent_together
+
+    def counted_bound(cur: Any, sql: str, params: Any) -> list[str]:
+        statements = bound(cur, sql, params)
+        for _ in statements:
+            CENSUS.statement(sql)
+        return statements
+
+    def counted_together(self: StoreTx, statements: Any, tail: Any) -> Any:
+        for text in tail:
+            CENSUS.statement(text)
+        _TOGETHER.on = True
+        try:
+            return sent_together(self, statements, tail)
+        finally:
+            _TOGETHER.on = False
+
+    tx_module.bound = counted_bound  # type: ignore[assignment]
+    StoreTx._sent_together = counted_together  # type: ignore[method-assign]
     execute = psycopg.Cursor.execute
     executemany = psycopg.Cursor.executemany
     commit = psycopg.Connection.commit
     pipeline = psycopg.Connection.pipeline
 
     def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        CENSUS.statement(query)
+        if not getattr(_TOGETHER, "on", False):
+            CENSUS.statement(query)
         CENSUS.round_trips(_waits(self.connection))
         return execute(self, query, *args, **kwargs)
 

@@ -3,7 +3,7 @@
 Every change to a run begins by locking the run's row and reading it with its workflow
 task (``StoreTx.lock_execution_and_workflow_task``), which on PostgreSQL is a round trip of
 its own. A transaction that knows beforehand which runs it will lock can lock and read
-them all in one pipeline instead, in run id order, and let each run's first lock take what
+them all in one query instead, in run id order, and let each run's first lock take what
 was read. A start reads and locks the latest run of its workflow id the same way. Three
 kinds of transaction do so:
 

@@ -6,7 +6,7 @@ back to back in one transaction, with one commit, as SQLite's writer does.
   connection of the pool. A change that waits alone runs as it would without batching
   (``Store._run_pooled``): a lone step costs what it did.
 - Each change has a ``StoreTx`` of its own that follows the one before it: the writes one
-  change holds back go in the same pipeline as the next one's first read, and the last
+  change holds back go in the same query as the next one's first read, and the last
   one's commit carries what is left with every wake-up of the batch. Commit is one round
   trip for the whole batch.
 - A batch holds the locks of all its changes until it commits, so two batches (of this
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("engine.store")
 
 #: A wake-up for other processes (``LISTEN`` in ``PostgresListener``); sent in the
-#: commit's pipeline, so it is delivered only if the change commits.
+#: commit's query, so it is delivered only if the change commits.
 #: The wake-ups of a commit, in one statement: one notification per payload, in order.
 NOTIFY_SQL = "SELECT pg_notify(%(c)s, p) FROM unnest(CAST(%(ps)s AS text[])) AS p"
 

@@ -1,7 +1,7 @@
 """PostgreSQL: the writes a transaction held back, sent as few statements as they allow.
 
 A write whose result nobody reads waits for the transaction's next read or its commit
-(``StoreTx._w``) and goes with it in one pipeline. A batch of the PostgreSQL writers
+(``StoreTx._w``) and goes with it in one query. A batch of the PostgreSQL writers
 (``engine._store.pg_writer``) holds back the writes of twenty changes or more, most of
 them a few statements on different rows: each run's task row deleted, its run row and its
 visibility row updated, an activity's row and its attempt written. Sent one by one, each
@@ -245,6 +245,15 @@ def set_statements(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
                 group.keys.add(key)
     _emit(groups, out)
     return out
+
+
+def bound(cur: Any, sql: str, params: Any) -> list[str]:
+    """``sql`` with ``params`` written in as literals by psycopg's own quoting
+    (``ClientCursor.mogrify``), one statement per parameter set: statements to send
+    together as one query (``StoreTx._sent_together``)."""
+    if isinstance(params, list):
+        return [cur.mogrify(sql, p) for p in params]
+    return [cur.mogrify(sql, params or {})]
 
 
 def _emit(groups: list[_Group], out: list[tuple[str, Any]]) -> None:

@@ -5,7 +5,7 @@ A timer is a row of ``dn_timers``: a run's (``run_id``) or a schedule's (its key
 they are the ``timeout_at`` of the started task rows, found by the same firing pass.
 
 On PostgreSQL the firing pass reads what is due and locks the runs it expects to fire
-(the service host's look-ahead) in one pipeline, so a pass costs two round trips whatever
+(the service host's look-ahead) in one query, so a pass costs two round trips whatever
 the number of timers: that read, then the commit with every write.
 """
 
@@ -109,7 +109,7 @@ class TimerQueries:
         of it (a pass started ahead): deadlines are due by the clock, and only timers of
         ``AHEAD_KINDS`` by ``now``.
 
-        On PostgreSQL they are read in one pipeline with, for each ``(timer id, run id)``
+        On PostgreSQL they are read in one query with, for each ``(timer id, run id)``
         of ``expected`` (the timers the caller expects to be due), the run locked (in run id
         order) and read with its workflow task and that timer's row.
         The first lock of each such run in this transaction then takes what was read

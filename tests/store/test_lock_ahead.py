@@ -39,16 +39,24 @@ def _runs_sent(monkeypatch: pytest.MonkeyPatch, one: Any, many: Any) -> list[str
     """Every run id a statement was sent for, in order: ``one`` (for the run of its
     ``run_id``) or ``many`` (a lock ahead's, for each of its ``runs``)."""
     sent: list[str] = []
-    execute = tx_module._execute
+    execute, bound = tx_module._execute, tx_module.bound
 
-    def spy(cur: Any, sql: str, params: Any) -> None:
+    def note(sql: str, params: Any) -> None:
         if sql == one.pg:
             sent.append(params["run_id"])
         elif sql == many.pg:
             sent.extend(params["runs"])
+
+    def spy(cur: Any, sql: str, params: Any) -> None:
+        note(sql, params)
         execute(cur, sql, params)
 
+    def spy_bound(cur: Any, sql: str, params: Any) -> list[str]:
+        note(sql, params)  # (statements sent together, as one query)
+        return bound(cur, sql, params)
+
     monkeypatch.setattr(tx_module, "_execute", spy)
+    monkeypatch.setattr(tx_module, "bound", spy_bound)
     return sent
 
 

@@ -423,13 +423,18 @@ async def test_a_batch_of_activity_outcomes_deletes_their_rows_in_one_statement(
         async with Worker(client, task_queue="set-wf", workflows=[OneActivity]):
             handles, tasks = await activity_tasks(client, 6, queue, "set-wf", "set")
             sent: list[str] = []
-            execute = tx_module._execute
+            execute, bound = tx_module._execute, tx_module.bound
 
             def spy(cur: Any, sql: str, params: Any) -> None:
                 sent.append(sql)
                 execute(cur, sql, params)
 
+            def spy_bound(cur: Any, sql: str, params: Any) -> list[str]:
+                sent.append(sql)  # (statements sent together, as one query)
+                return bound(cur, sql, params)
+
             monkeypatch.setattr(tx_module, "_execute", spy)
+            monkeypatch.setattr(tx_module, "bound", spy_bound)
             payload = client.data_converter.to_payloads_json([41])
             results = await one_batch(
                 client, [client.service.complete_activity(t, payload) for t in tasks]

@@ -1,0 +1,107 @@
+"""PostgreSQL: what a write transaction held back goes to the server with the next read, as
+one query of several statements (``StoreTx._sent_together``): one call into psycopg, the
+values written in by psycopg's quoting and read back as they were; a held-back write that
+fails raises at that read and nothing of the transaction stays."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+from engine._store.gateway import Store
+from engine._store.queries import Q
+from engine._store.tx import StoreTx
+from engine.exceptions import StoreConflictError
+
+AWKWARD = ["plain", "per%cent %(x)s", "quote ' and ''", "semi; colon; COMMIT", "back\\slash", "é ☃"]
+
+
+@pytest.fixture
+def store(pg_url: str) -> Iterator[Store]:
+    store = Store(pg_url)
+    store.open()
+    engine = sa.create_engine(pg_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE together (n INTEGER PRIMARY KEY, a TEXT)"))
+    engine.dispose()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _queries(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The text of every query psycopg is asked to run from now on."""
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def spy(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", spy)
+    return sent
+
+
+INSERT = Q("INSERT INTO together (n, a) VALUES (:n, :a)")
+READ = Q("SELECT n, a FROM together ORDER BY n")
+
+
+def test_held_back_writes_go_with_the_next_read_as_one_query(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def change(tx: StoreTx) -> list[Any]:
+        for n, text in enumerate(AWKWARD):
+            tx._w(INSERT, {"n": n, "a": text})
+        return [(row.n, row.a) for row in tx._q(READ).fetchall()]
+
+    sent = _queries(monkeypatch)
+    assert store.run_sync(change) == list(enumerate(AWKWARD))
+    writes_and_read = [q for q in sent if "INSERT INTO together" in q]
+    assert len(writes_and_read) == 1  # one call for the six writes and the read
+    assert writes_and_read[0].count("INSERT INTO together") == len(AWKWARD)
+    assert writes_and_read[0].rstrip().endswith("ORDER BY n")
+    # Committed as written.
+    assert store.read_sync(lambda tx: [(r.n, r.a) for r in tx._q(READ).fetchall()]) == list(
+        enumerate(AWKWARD)
+    )
+
+
+def test_a_held_back_write_that_fails_raises_at_the_read_and_nothing_stays(
+    store: Store,
+) -> None:
+    reached: list[str] = []
+
+    def change(tx: StoreTx) -> None:
+        tx._w(INSERT, {"n": 1, "a": "first"})
+        tx._w(INSERT, {"n": 1, "a": "the same key again"})
+        reached.append("writes held")
+        tx._q(READ).fetchall()
+        reached.append("read")
+
+    with pytest.raises(StoreConflictError, match="together_pkey"):
+        store.run_sync(change)
+    assert "writes held" in reached and "read" not in reached
+    assert store.read_sync(lambda tx: tx._q(READ).fetchall()) == []
+
+
+def test_the_result_read_is_the_reads_after_the_held_back_writes(store: Store) -> None:
+    """The cursor is left on the read's rows, not on a held-back write's; a read of
+    several statements gets each one's rows (``_q_many``)."""
+
+    def change(tx: StoreTx) -> Any:
+        tx._w(INSERT, {"n": 1, "a": "one"})
+        tx._w(INSERT, {"n": 2, "a": "two"})
+        first = tx._q(Q("SELECT count(*) AS c FROM together")).fetchone()
+        tx._w(INSERT, {"n": 3, "a": "three"})
+        many = tx._q_many(
+            (Q("SELECT a FROM together WHERE n = :n"), {"n": 3}),
+            (READ, None),
+        )
+        return first.c, [r.a for r in many[0]], [r.n for r in many[1]]
+
+    assert store.run_sync(change) == (2, ["three"], [1, 2, 3])
