@@ -22,6 +22,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
+from ._model.events import CLOSING_EVENT_TYPES
 from ._schedule_frames import SCHEDULE_ACTION_COLUMNS, schedule_actions_dataframe
 from .common import SearchAttributeIndexedValueType, WorkflowExecutionStatus
 
@@ -103,16 +104,7 @@ def _pandas() -> Any:
 _CATEGORY_CACHE: dict[str, str] = {}
 
 # Close events of a run: their duration is measured from WorkflowExecutionStarted.
-_RUN_CLOSE = frozenset(
-    {
-        "WorkflowExecutionCompleted",
-        "WorkflowExecutionFailed",
-        "WorkflowExecutionCanceled",
-        "WorkflowExecutionTerminated",
-        "WorkflowExecutionTimedOut",
-        "WorkflowExecutionContinuedAsNew",
-    }
-)
+_RUN_CLOSE = CLOSING_EVENT_TYPES
 
 # Events that begin something later events refer to (their own id is the origin).
 _ORIGINS = frozenset(

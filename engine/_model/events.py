@@ -30,6 +30,18 @@ class HistoryEvent:
         return f"<{self.event_id} {self.event_type}>"
 
 
+#: The events that close a run.
+CLOSING_EVENT_TYPES = frozenset(
+    {
+        "WorkflowExecutionCompleted",
+        "WorkflowExecutionFailed",
+        "WorkflowExecutionCanceled",
+        "WorkflowExecutionTerminated",
+        "WorkflowExecutionTimedOut",
+        "WorkflowExecutionContinuedAsNew",
+    }
+)
+
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 

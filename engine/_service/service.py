@@ -21,10 +21,9 @@ from .._ids import random_uuid
 from .._json import compact_dumps
 from .._json import loads as json_loads
 from .._model.cron import cron_backoff
-from .._model.events import HistoryEvent
+from .._model.events import CLOSING_EVENT_TYPES, HistoryEvent
 from .._store.ahead import LatestRun
 from .._store.gateway import Store
-from .._store.queries import CLOSING_EVENT_TYPES
 from .._store.schema import DEFAULT_RETENTION_SECONDS, WFT_STARTED
 from .._store.tx import Row, StoreTx
 from ..common import (

@@ -110,20 +110,12 @@ LAST_EVENT = Q(
     "SELECT event_id, event_time, event_type, attributes, extra FROM dn_history_events "
     "WHERE run_id = :run_id ORDER BY event_id DESC LIMIT 1"
 )
-#: The events that close a run, in the order the statement below lists them.
-CLOSING_EVENT_TYPES = (
-    "WorkflowExecutionCompleted",
-    "WorkflowExecutionFailed",
-    "WorkflowExecutionCanceled",
-    "WorkflowExecutionTerminated",
-    "WorkflowExecutionTimedOut",
-    "WorkflowExecutionContinuedAsNew",
-)
 CLOSE_EVENT = Q(
     "SELECT event_id, event_time, event_type, attributes, extra FROM dn_history_events "
-    "WHERE run_id = :run_id AND event_type IN ("
-    + ", ".join(f"'{t}'" for t in CLOSING_EVENT_TYPES)
-    + ") ORDER BY event_id DESC LIMIT 1"
+    "WHERE run_id = :run_id AND event_type IN ('WorkflowExecutionCompleted', "
+    "'WorkflowExecutionFailed', 'WorkflowExecutionCanceled', 'WorkflowExecutionTerminated', "
+    "'WorkflowExecutionTimedOut', 'WorkflowExecutionContinuedAsNew') "
+    "ORDER BY event_id DESC LIMIT 1"
 )
 INSERT_EVENT = Q(
     "INSERT INTO dn_history_events "

@@ -38,6 +38,20 @@ async def elsewhere(db_url: str) -> AsyncIterator[Client]:
         store.close()
 
 
+async def _closed_elsewhere(elsewhere: Client, queue: str, n: int) -> list[Any]:
+    """``n`` runs of ``Double`` (of 0, 1, ...) started and closed by the other client."""
+    async with Worker(elsewhere, task_queue=queue, workflows=[Double]):
+        done = [
+            await elsewhere.start_workflow(
+                Double.run, i, id=f"done{i}-{uuid.uuid4().hex}", task_queue=queue
+            )
+            for i in range(n)
+        ]
+        for handle in done:
+            await handle.result()
+    return done
+
+
 def _record_batches(client: Client, monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
     batches: list[list[Any]] = []
     real = client.service.runs_and_close_events
@@ -86,15 +100,7 @@ async def test_each_waiter_of_a_batch_gets_its_own_outcome(
 ) -> None:
     queue = "own-" + uuid.uuid4().hex
     async with await Client.connect(db_url) as waiter:
-        async with Worker(elsewhere, task_queue=queue, workflows=[Double]):
-            done = [
-                await elsewhere.start_workflow(
-                    Double.run, i, id=f"done{i}-{uuid.uuid4().hex}", task_queue=queue
-                )
-                for i in range(3)
-            ]
-            for handle in done:
-                await handle.result()
+        done = await _closed_elsewhere(elsewhere, queue, 3)
         batches = _record_batches(waiter, monkeypatch)
         open_run = await waiter.start_workflow(
             Double.run, 7, id="open-" + uuid.uuid4().hex, task_queue=queue
@@ -123,15 +129,7 @@ async def test_a_failed_read_reaches_every_waiter_of_its_batch(
 ) -> None:
     queue = "fail-" + uuid.uuid4().hex
     async with await Client.connect(db_url) as waiter:
-        async with Worker(elsewhere, task_queue=queue, workflows=[Double]):
-            done = [
-                await elsewhere.start_workflow(
-                    Double.run, i, id=f"f{i}-{uuid.uuid4().hex}", task_queue=queue
-                )
-                for i in range(3)
-            ]
-            for handle in done:
-                await handle.result()
+        done = await _closed_elsewhere(elsewhere, queue, 3)
         calls = 0
         real = waiter.service.runs_and_close_events
 
