@@ -65,7 +65,7 @@ from .rows import SqliteRow, _Cursor
 from .rows import column as column
 from .schedules import ScheduleQueries
 from .schema import EXEC_RUNNING, WFT_SCHEDULED
-from .set_writes import bound, set_statements
+from .set_writes import bound, client_cursor, set_statements
 from .timers import TimerQueries
 from .visibility import VisibilityQueries
 
@@ -194,11 +194,10 @@ class StoreTx(
             # its cursor (a new psycopg cursor copies the connection's adapters).
             self._cursor = follows._cursor
         elif postgres:
-            from psycopg import ClientCursor
             from psycopg.rows import namedtuple_row
 
             # Parameters are bound on this side (see :meth:`_sent_together`).
-            self._cursor = ClientCursor(driver, row_factory=namedtuple_row)
+            self._cursor = client_cursor(driver, namedtuple_row)
             if not read_only:
                 self._deferred = []
         else:
@@ -299,7 +298,8 @@ class StoreTx(
         cur = self._cursor
         cur.execute("; ".join(parts))  # no parameters: the text is sent as it is
         for _ in held:
-            cur.nextset()
+            if not cur.nextset():  # (each statement one result: none may end in ";")
+                raise StoreError("a statement sent together gave no result of its own")
 
     def withdraw(self) -> bool:
         """PostgreSQL, in a batch: take this change out of the transaction after it raised

@@ -142,7 +142,12 @@ async def test_transient_errors_are_waited_out(db_url: str) -> None:
 
 
 async def test_transient_errors_past_the_retry_time_raise_unavailable(db_url: str) -> None:
-    store = Store(db_url, retry_config=RetryConfig(max_elapsed_time_millis=300))
+    # Waits of 20 ms, then 1.5 times longer each: about six tries in the 300 ms, so that
+    # a slow try on a busy machine still leaves several (with the default first wait of
+    # 100 ms the third try came about 250 ms in, and on a loaded machine sometimes after
+    # the 300 ms).
+    config = RetryConfig(max_elapsed_time_millis=300, initial_interval_millis=20)
+    store = Store(db_url, retry_config=config)
     store.open()
     try:
         for run in (store.transaction, store.read):

@@ -105,3 +105,20 @@ def test_the_result_read_is_the_reads_after_the_held_back_writes(store: Store) -
         return first.c, [r.a for r in many[0]], [r.n for r in many[1]]
 
     assert store.run_sync(change) == (2, ["three"], [1, 2, 3])
+
+
+def test_floats_are_typed_as_psycopg_types_them_apart(store: Store) -> None:
+    """A float written in is a float8, as when psycopg sends it apart (a bare 0.5 would
+    be NUMERIC: its sum a Decimal, its 2.5 rounded up into an integer column)."""
+
+    def change(tx: StoreTx) -> Any:
+        tx._w(INSERT, {"n": 1, "a": "x"})  # held back: the read goes with it
+        return tx._q(
+            Q("SELECT pg_typeof(:x)::text AS t, :x + :y AS s, CAST(:h AS INTEGER) AS i"),
+            {"x": 0.1, "y": 0.2, "h": 2.5},
+        ).fetchone()
+
+    row = store.run_sync(change)
+    assert row.t == "double precision"
+    assert row.s == 0.1 + 0.2 and isinstance(row.s, float)
+    assert row.i == 2  # float8 to integer rounds half to even, as a bound value does
