@@ -15,12 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine import DataConverter, HistoryEvent
-from engine.dataframes import (
-    CLOSING_EVENT_TYPES,
-    event_category,
-    failure_text,
-    payload_preview,
-)
+from engine.dataframes import event_category, failure_text, payload_preview
 
 from .axis import axis_ticks, min_bar_seconds, tick_label, timeline_ticks
 
@@ -77,7 +72,16 @@ STATUS_COLOURS: dict[str, str] = {
 }
 
 #: Event types that close a run.
-CLOSE_EVENTS = CLOSING_EVENT_TYPES
+CLOSE_EVENTS = frozenset(
+    {
+        "WorkflowExecutionCompleted",
+        "WorkflowExecutionFailed",
+        "WorkflowExecutionCanceled",
+        "WorkflowExecutionTerminated",
+        "WorkflowExecutionTimedOut",
+        "WorkflowExecutionContinuedAsNew",
+    }
+)
 
 _FAILURE_SUFFIXES = ("Failed", "TimedOut", "Terminated")
 _PREVIEW = 80

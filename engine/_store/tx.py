@@ -297,7 +297,7 @@ class StoreTx(
             return
         cur = self._cursor
         cur.execute("; ".join(parts))  # no parameters: the text is sent as it is
-        for _ in held:
+        for _ in held if statements or tail else ():  # onto the first result after them
             if not cur.nextset():  # (each statement one result: none may end in ";")
                 raise StoreError("a statement sent together gave no result of its own")
 
