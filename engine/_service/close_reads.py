@@ -10,7 +10,7 @@ workers that ran the workflows (a client in a process of its own, ``bench/scale.
 
 :meth:`CloseReads.read` queues its request and the first of a turn schedules the reading
 for the loop's next turn, when every waiter woken with it has queued its own: one
-transaction (``Service.runs_and_close_events``) answers them all, each with its run or
+transaction (``CloseReadOps.runs_and_close_events``) answers them all, each with its run or
 its own error (a run not found). A failure of the transaction itself reaches each of
 them. A waiter that gave up meanwhile (its ``rpc_timeout``) is skipped.
 """
@@ -18,11 +18,19 @@ them. A waiter that gave up meanwhile (its ``rpc_timeout``) is skipped.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._json import loads as json_loads
+from .._model.events import CLOSING_EVENT_TYPES, HistoryEvent
+from .._store.gateway import Store
+from .._store.tx import Row, StoreTx
+from ..common import WorkflowExecutionStatus
+from ..exceptions import RPCError
+from .namespaces import not_found
+from .operation import operation
+
 if TYPE_CHECKING:
-    from .._model.events import HistoryEvent
-    from .._store.tx import Row
     from .service import Service
 
 #: What a waiter asks for: namespace, workflow id, run id (None: the latest run).
@@ -87,3 +95,58 @@ class CloseReads:
                 fut.set_exception(answer)
             else:
                 fut.set_result(answer)
+
+
+class CloseReadOps:
+    """Reading runs and their closing events for result waiters (a mixin of ``Service``)."""
+
+    store: Store
+    close_reads: CloseReads
+
+    async def run_and_close_event(
+        self, namespace: str, workflow_id: str, run_id: str | None
+    ) -> tuple[Row, HistoryEvent | None]:
+        """The run row and, if the run is closed, its closing event. Those asked for in
+        the same turn of the event loop are read in one transaction
+        (:mod:`engine._service.close_reads`)."""
+        return await self.close_reads.read(namespace, workflow_id, run_id)
+
+    @operation(read=True)
+    def runs_and_close_events(
+        self, tx: StoreTx, keys: Sequence[tuple[str, str, str | None]]
+    ) -> list[tuple[Row, HistoryEvent | None] | RPCError]:
+        """For each (namespace, workflow id, run id or None for the latest run): the run
+        row and, if the run is closed, its closing event; or the error a run not found
+        raises. The runs named by id are read in one statement, the closing events of the
+        closed ones in another."""
+        by_id = tx.runs_by_id([run_id for _, _, run_id in keys if run_id])
+        rows: list[Row | RPCError] = []
+        for namespace, workflow_id, run_id in keys:
+            row = by_id.get(run_id) if run_id else tx.find_latest_run(namespace, workflow_id)
+            if row is None or row.workflow_id != workflow_id or row.namespace != namespace:
+                rows.append(not_found(tx, namespace, workflow_id, run_id))
+            else:
+                rows.append(row)
+        # A closed run's last event is the one that closed it (none comes after).
+        last = tx.events_by_key(
+            {
+                str(row.run_id): row.next_event_id - 1
+                for row in rows
+                if not isinstance(row, RPCError) and row.status != WorkflowExecutionStatus.RUNNING
+            }
+        )
+        out: list[tuple[Row, HistoryEvent | None] | RPCError] = []
+        for row in rows:
+            if isinstance(row, RPCError) or row.status == WorkflowExecutionStatus.RUNNING:
+                out.append(row if isinstance(row, RPCError) else (row, None))
+                continue
+            event = last.get(str(row.run_id))
+            if event is None or event.event_type not in CLOSING_EVENT_TYPES:
+                event = tx.close_event(row.run_id) or tx.last_event(row.run_id)
+            if event is None:
+                out.append((row, None))
+                continue
+            attrs = json_loads(event.attributes)
+            closing = HistoryEvent(event.event_id, event.event_time, event.event_type, attrs)
+            out.append((row, closing))
+        return out

@@ -21,7 +21,7 @@ from .._ids import random_uuid
 from .._json import compact_dumps
 from .._json import loads as json_loads
 from .._model.cron import cron_backoff
-from .._model.events import CLOSING_EVENT_TYPES, HistoryEvent
+from .._model.events import HistoryEvent
 from .._store.ahead import LatestRun
 from .._store.gateway import Store
 from .._store.schema import DEFAULT_RETENTION_SECONDS, WFT_STARTED
@@ -35,14 +35,13 @@ from ..common import (
 )
 from ..exceptions import (
     InvalidArgumentError,
-    RPCError,
     WorkflowAlreadyStartedError,
     WorkflowNotFoundError,
     WorkflowQueryFailedError,
 )
 from .activity_ops import ActivityOps
 from .clock import Clock
-from .close_reads import CloseReads
+from .close_reads import CloseReadOps, CloseReads
 from .handoff import Handoffs, Reservation
 from .namespaces import NamespaceOps, not_found
 from .operation import operation
@@ -78,7 +77,13 @@ def _start_locks(req: StartWorkflowRequest, *_: Any, **__: Any) -> tuple[LatestR
 
 
 class Service(
-    WorkflowTaskOps, ActivityOps, UpdateOps, SearchAttributeOps, NamespaceOps, ScheduleOps
+    WorkflowTaskOps,
+    ActivityOps,
+    UpdateOps,
+    SearchAttributeOps,
+    NamespaceOps,
+    ScheduleOps,
+    CloseReadOps,
 ):
     """State transitions over one store. Any process may create one; all share the store."""
 
@@ -619,54 +624,6 @@ class Service(
                     "failure": json_loads(r.failure) if r.failure else None,
                 }
             )
-        return out
-
-    async def run_and_close_event(
-        self, namespace: str, workflow_id: str, run_id: str | None
-    ) -> tuple[Row, HistoryEvent | None]:
-        """The run row and, if the run is closed, its closing event. Those asked for in
-        the same turn of the event loop are read in one transaction
-        (:mod:`engine._service.close_reads`)."""
-        return await self.close_reads.read(namespace, workflow_id, run_id)
-
-    @operation(read=True)
-    def runs_and_close_events(
-        self, tx: StoreTx, keys: Sequence[tuple[str, str, str | None]]
-    ) -> list[tuple[Row, HistoryEvent | None] | RPCError]:
-        """For each (namespace, workflow id, run id or None for the latest run): the run
-        row and, if the run is closed, its closing event; or the error a run not found
-        raises. The runs named by id are read in one statement, the closing events of the
-        closed ones in another."""
-        by_id = tx.runs_by_id([run_id for _, _, run_id in keys if run_id])
-        rows: list[Row | RPCError] = []
-        for namespace, workflow_id, run_id in keys:
-            row = by_id.get(run_id) if run_id else tx.find_latest_run(namespace, workflow_id)
-            if row is None or row.workflow_id != workflow_id or row.namespace != namespace:
-                rows.append(not_found(tx, namespace, workflow_id, run_id))
-            else:
-                rows.append(row)
-        # A closed run's last event is the one that closed it (none comes after).
-        last = tx.events_by_key(
-            {
-                str(row.run_id): row.next_event_id - 1
-                for row in rows
-                if not isinstance(row, RPCError) and row.status != WorkflowExecutionStatus.RUNNING
-            }
-        )
-        out: list[tuple[Row, HistoryEvent | None] | RPCError] = []
-        for row in rows:
-            if isinstance(row, RPCError) or row.status == WorkflowExecutionStatus.RUNNING:
-                out.append(row if isinstance(row, RPCError) else (row, None))
-                continue
-            event = last.get(str(row.run_id))
-            if event is None or event.event_type not in CLOSING_EVENT_TYPES:
-                event = tx.close_event(row.run_id) or tx.last_event(row.run_id)
-            if event is None:
-                out.append((row, None))
-                continue
-            attrs = json_loads(event.attributes)
-            closing = HistoryEvent(event.event_id, event.event_time, event.event_type, attrs)
-            out.append((row, closing))
         return out
 
     @operation(read=True)
