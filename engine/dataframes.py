@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ATTEMPT_OUTCOMES",
+    "CLOSING_EVENT_TYPES",
     "EVENT_CATEGORIES",
     "SCHEDULE_ACTION_COLUMNS",
     "attempts_to_dataframe",

@@ -15,7 +15,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine import DataConverter, HistoryEvent
-from engine.dataframes import event_category, failure_text, payload_preview
+from engine.dataframes import (
+    CLOSING_EVENT_TYPES,
+    event_category,
+    failure_text,
+    payload_preview,
+)
 
 from .axis import axis_ticks, min_bar_seconds, tick_label, timeline_ticks
 
@@ -71,17 +76,8 @@ STATUS_COLOURS: dict[str, str] = {
     "received": "#862e9c",
 }
 
-#: Event types that close a run.
-CLOSE_EVENTS = frozenset(
-    {
-        "WorkflowExecutionCompleted",
-        "WorkflowExecutionFailed",
-        "WorkflowExecutionCanceled",
-        "WorkflowExecutionTerminated",
-        "WorkflowExecutionTimedOut",
-        "WorkflowExecutionContinuedAsNew",
-    }
-)
+#: Event types that close a run (the engine's own list).
+CLOSE_EVENTS = CLOSING_EVENT_TYPES
 
 _FAILURE_SUFFIXES = ("Failed", "TimedOut", "Terminated")
 _PREVIEW = 80

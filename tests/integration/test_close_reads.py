@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from engine import Client, Worker, workflow
 from engine._store import closes
-from engine._store.gateway import Store
 from engine.exceptions import StoreError, WorkflowNotFoundError
 
 
@@ -23,19 +22,6 @@ class Double:
     @workflow.run
     async def run(self, x: int) -> int:
         return 2 * x
-
-
-@pytest.fixture
-async def elsewhere(db_url: str) -> AsyncIterator[Client]:
-    """A client on another store of the same database: another process, in effect."""
-    store = Store(db_url)
-    store.open()
-    other = Client(store)
-    try:
-        yield other
-    finally:
-        await other.close()
-        store.close()
 
 
 async def _closed_elsewhere(elsewhere: Client, queue: str, n: int) -> list[Any]:
@@ -52,25 +38,16 @@ async def _closed_elsewhere(elsewhere: Client, queue: str, n: int) -> list[Any]:
     return done
 
 
-def _record_batches(client: Client, monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
-    batches: list[list[Any]] = []
-    real = client.service.runs_and_close_events
-
-    async def recorded(keys: list[Any]) -> Any:
-        batches.append(list(keys))
-        return await real(keys)
-
-    monkeypatch.setattr(client.service, "runs_and_close_events", recorded)
-    return batches
-
-
 async def test_results_awaited_together_are_read_together(
-    db_url: str, elsewhere: Client, monkeypatch: pytest.MonkeyPatch
+    db_url: str,
+    elsewhere: Client,
+    monkeypatch: pytest.MonkeyPatch,
+    calls_of: Callable[[Any, str], list[list[Any]]],
 ) -> None:
     monkeypatch.setattr(closes, "CHUNK", 5)  # 12 runs: three statements of each kind
     queue = "reads-" + uuid.uuid4().hex
     async with await Client.connect(db_url) as waiter:
-        batches = _record_batches(waiter, monkeypatch)
+        batches = calls_of(waiter.service, "runs_and_close_events")
         handles = [
             await waiter.start_workflow(
                 Double.run, i, id=f"d{i}-{uuid.uuid4().hex}", task_queue=queue
@@ -96,12 +73,12 @@ async def test_results_awaited_together_are_read_together(
 
 
 async def test_each_waiter_of_a_batch_gets_its_own_outcome(
-    db_url: str, elsewhere: Client, monkeypatch: pytest.MonkeyPatch
+    db_url: str, elsewhere: Client, calls_of: Callable[[Any, str], list[list[Any]]]
 ) -> None:
     queue = "own-" + uuid.uuid4().hex
     async with await Client.connect(db_url) as waiter:
         done = await _closed_elsewhere(elsewhere, queue, 3)
-        batches = _record_batches(waiter, monkeypatch)
+        batches = calls_of(waiter.service, "runs_and_close_events")
         open_run = await waiter.start_workflow(
             Double.run, 7, id="open-" + uuid.uuid4().hex, task_queue=queue
         )
@@ -153,10 +130,10 @@ async def test_a_failed_read_reaches_every_waiter_of_its_batch(
 
 
 async def test_a_waiter_that_gave_up_is_skipped(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
+    db_url: str, calls_of: Callable[[Any, str], list[list[Any]]]
 ) -> None:
     async with await Client.connect(db_url) as waiter:
-        batches = _record_batches(waiter, monkeypatch)
+        batches = calls_of(waiter.service, "runs_and_close_events")
         gone = asyncio.ensure_future(
             waiter.service.run_and_close_event(waiter.namespace, "nobody", None)
         )
