@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -109,7 +110,7 @@ def create_engine(url: URL, *, fsync: bool) -> sa.Engine:
             "driver, which is not installed: pip install 'durable-notebook[postgres]' "
             "(or pip install 'psycopg[binary]')"
         ) from err
-    return sa.create_engine(
+    engine = sa.create_engine(
         url,
         pool_size=8,
         max_overflow=8,
@@ -120,6 +121,19 @@ def create_engine(url: URL, *, fsync: bool) -> sa.Engine:
         isolation_level="READ COMMITTED",
         connect_args=PG_CONNECT_ARGS,
     )
+
+    @sa.event.listens_for(engine, "checkin")
+    def _out_of_autocommit(driver: Any, _record: Any) -> None:
+        # The store's transactions send their own BEGIN (``set_writes.own_begin`` puts the
+        # connection in autocommit); the pool's other users (SQLAlchemy's own
+        # transactions: migrations, statistics) get psycopg's BEGIN again. The pool has
+        # already rolled back whatever was left open. A connection that cannot change
+        # is broken: its next user fails on it and drops it.
+        if driver is not None and driver.autocommit:
+            with contextlib.suppress(Exception):
+                driver.autocommit = False
+
+    return engine
 
 
 #: libpq settings of every PostgreSQL connection: a connection attempt gives up after 5 s

@@ -300,7 +300,6 @@ class Store:
         waiting: Waiting | None = None
         while True:
             conn: sa.Connection | None = None
-            saved = None
             try:
                 try:
                     conn = self.engine.connect()
@@ -311,8 +310,6 @@ class Store:
                     waiting = waiting or self._waiting(since)
                     waiting.pause(err, kind, connecting=True)
                     continue
-                if read_only and self.postgres:
-                    saved = _pg_read_only(conn)
                 if hold is not None:
                     trans = conn.begin()
                     tx = StoreTx(conn, postgres=True)
@@ -350,8 +347,6 @@ class Store:
                 continue
             finally:
                 if conn is not None:
-                    if saved is not None:
-                        _pg_restore(conn, saved)
                     with contextlib.suppress(Exception):
                         conn.close()
             # Every success, not only one that waited: the operations that waited may all
@@ -664,35 +659,6 @@ def _immediate(conn: sa.Connection) -> Iterator[None]:
         driver.rollback()
         raise
     driver.commit()
-
-
-def _pg_read_only(conn: sa.Connection) -> tuple[Any, Any, Any]:
-    """Make the next transaction of a pooled PostgreSQL connection a read: psycopg then
-    opens it with ``BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY``, still one statement
-    (one snapshot for the whole read; the server refuses writes). Returns what to restore.
-
-    Set on the driver directly: SQLAlchemy's execution options would do the same at several
-    times the cost, in Python, on every read.
-    """
-    import psycopg
-
-    driver = conn.connection.driver_connection
-    saved = (driver, driver.isolation_level, driver.read_only)  # type: ignore[union-attr]
-    driver.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # type: ignore[union-attr]
-    driver.read_only = True  # type: ignore[union-attr]
-    return saved
-
-
-def _pg_restore(conn: sa.Connection, saved: tuple[Any, Any, Any]) -> None:
-    """Give the connection back its isolation level and access mode (the transaction is
-    over); a connection that cannot take them is not returned to the pool."""
-    driver, isolation_level, read_only = saved
-    try:
-        driver.isolation_level = isolation_level
-        driver.read_only = read_only
-    except Exception:
-        with contextlib.suppress(Exception):
-            conn.invalidate()
 
 
 def _restarting(err: DBAPIError) -> bool:

@@ -271,6 +271,32 @@ def client_cursor(driver: Any, row_factory: Any) -> Any:
     return cur
 
 
+#: How a PostgreSQL ``StoreTx`` opens its transaction: as the first statement of the first
+#: query it sends (see :func:`own_begin`). A read sees one snapshot and may not write.
+BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
+BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+
+def own_begin(driver: Any) -> None:
+    """Put the psycopg connection ``driver`` (idle, just taken from the pool) in autocommit,
+    so that the transaction's ``BEGIN`` goes with its first statements in one query.
+    Outside autocommit psycopg sends a ``BEGIN`` of its own before the first statement
+    and waits for the answer: a round trip more per transaction (a lone activity step
+    took three; two now). The pool puts the connection back out of autocommit when it
+    returns (``engine._store.dialects``), for its other users.
+
+    A connection that is not idle cannot change its mode: it is treated as lost (an
+    ``OperationalError``), so the store drops it and runs the transaction again."""
+    if driver.autocommit:
+        return
+    import psycopg
+
+    try:
+        driver.autocommit = True
+    except psycopg.ProgrammingError as err:
+        raise psycopg.OperationalError(f"a connection that cannot begin: {err}") from err
+
+
 def bound(cur: Any, sql: str, params: Any) -> list[str]:
     """``sql`` with ``params`` written in as literals by psycopg's own quoting
     (``ClientCursor.mogrify``), one statement per parameter set: statements to send

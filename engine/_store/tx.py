@@ -65,7 +65,7 @@ from .rows import SqliteRow, _Cursor
 from .rows import column as column
 from .schedules import ScheduleQueries
 from .schema import EXEC_RUNNING, WFT_SCHEDULED
-from .set_writes import bound, client_cursor, set_statements
+from .set_writes import BEGIN_READ, BEGIN_WRITE, bound, client_cursor, own_begin, set_statements
 from .timers import TimerQueries
 from .visibility import VisibilityQueries
 
@@ -120,7 +120,8 @@ class StoreTx(
 
     Statements go straight to the driver's cursor (inside the SQLAlchemy-managed
     transaction): the statements are fixed, so SQLAlchemy's per-call result machinery
-    would only add cost.
+    would only add cost. On PostgreSQL they must go through these methods: the
+    connection is in autocommit, and the transaction's own ``BEGIN`` goes with the first.
     """
 
     def __init__(
@@ -156,8 +157,8 @@ class StoreTx(
         #: whose result is read, or the commit, then sent with it in one query (one
         #: round trip for all; ``None`` where writes go at once: SQLite, reads).
         self._deferred: list[tuple[str, Any]] | None = None
-        #: PostgreSQL: whether a statement was sent yet (the first goes in such a query too,
-        #: though psycopg waits for the answer to its ``BEGIN`` before sending it).
+        #: PostgreSQL: whether the transaction was opened yet (its ``BEGIN`` goes with the
+        #: first statements sent).
         self._begun = False
         #: PostgreSQL: an activity row read (and locked) with its run by
         #: :meth:`lock_execution_and_workflow_task`, for the next :meth:`get_activity_task`
@@ -196,7 +197,9 @@ class StoreTx(
         elif postgres:
             from psycopg.rows import namedtuple_row
 
-            # Parameters are bound on this side (see :meth:`_sent_together`).
+            # Parameters are bound on this side, and the BEGIN sent with the first query
+            # (see :meth:`_sent_together`).
+            own_begin(driver)
             self._cursor = client_cursor(driver, namedtuple_row)
             if not read_only:
                 self._deferred = []
@@ -275,17 +278,17 @@ class StoreTx(
         self._sent_together([] if sql is None else bound(self._cursor, sql, params), tail)
 
     def _sent_together(self, statements: list[str], tail: Sequence[str]) -> None:
-        """PostgreSQL: the writes held back, then ``statements`` (their parameters written
-        in), then ``tail``, as one query of several statements; the cursor is left on the
-        result of the first of ``statements``.
+        """PostgreSQL: the transaction's ``BEGIN`` (the first time), the writes held back,
+        then ``statements`` (their parameters written in), then ``tail``, as one query of
+        several statements; the cursor is left on the result of the first of ``statements``.
 
         Not psycopg's pipeline: it polls the socket for every statement, a poll lets the
         interpreter lock go, and in a busy process the thread waits for it again, up to
         the switch interval (5 ms) each time: twenty statements took 1.3 ms alone and 24
         to 120 ms beside a thread running Python, against 0.8 ms as one query either
         way. The price: the server plans these statements each time (none is prepared)."""
+        held: list[str] = [] if self._begun else [BEGIN_READ if self.read_only else BEGIN_WRITE]
         self._begun = True
-        held: list[str] = []
         if self._deferred:
             self._own_sent += len(self._deferred) - self._inherited
             self._inherited = 0

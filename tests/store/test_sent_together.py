@@ -122,3 +122,62 @@ def test_floats_are_typed_as_psycopg_types_them_apart(store: Store) -> None:
     assert row.t == "double precision"
     assert row.s == 0.1 + 0.2 and isinstance(row.s, float)
     assert row.i == 2  # float8 to integer rounds half to even, as a bound value does
+
+
+SHOW = Q(
+    "SELECT current_setting('transaction_isolation') AS isolation, "
+    "current_setting('transaction_read_only') AS read_only"
+)
+
+
+def test_the_begin_goes_with_the_first_query(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """psycopg sends no BEGIN of its own (and waits for no answer to it): the connection
+    is in autocommit, and the transaction's BEGIN opens the first query. A write runs
+    READ COMMITTED; a read REPEATABLE READ, read only (one snapshot, no write)."""
+
+    def change(tx: StoreTx) -> Any:
+        assert tx.conn.connection.driver_connection.autocommit  # type: ignore[union-attr]
+        tx._w(INSERT, {"n": 1, "a": "one"})
+        return tx._q(SHOW).fetchone()
+
+    sent = _queries(monkeypatch)
+    row = store.run_sync(change)
+    assert (row.isolation, row.read_only) == ("read committed", "off")
+    assert sent[0].startswith("BEGIN ISOLATION LEVEL READ COMMITTED; INSERT INTO together")
+    assert not [q for q in sent if q.strip().upper() == "BEGIN"]
+
+    sent.clear()
+    row = store.read_sync(lambda tx: tx._q(SHOW).fetchone())
+    assert (row.isolation, row.read_only) == ("repeatable read", "on")
+    assert sent[0].startswith("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT")
+    with pytest.raises(Exception, match="read-only transaction"):
+        store.read_sync(lambda tx: tx._q(INSERT, {"n": 2, "a": "two"}))
+
+
+def test_a_change_that_raises_after_its_writes_reached_the_server_leaves_nothing(
+    store: Store,
+) -> None:
+    """The writes went out with a read (in autocommit, each query would commit at once
+    without the transaction's own BEGIN); the change raises afterwards: rolled back."""
+
+    def change(tx: StoreTx) -> None:
+        tx._w(INSERT, {"n": 1, "a": "sent"})
+        assert tx._q(Q("SELECT count(*) AS c FROM together")).fetchone().c == 1
+        tx._q(INSERT, {"n": 2, "a": "sent alone"})
+        raise RuntimeError("the change fails after its writes were sent")
+
+    with pytest.raises(RuntimeError, match="after its writes"):
+        store.run_sync(change)
+    assert store.read_sync(lambda tx: tx._q(READ).fetchall()) == []
+
+
+def test_a_connection_goes_back_to_the_pool_out_of_autocommit(store: Store) -> None:
+    """The pool's other users (SQLAlchemy's own transactions: migrations, statistics) get
+    transactions again: the connection the store's change used (handed out next: the
+    pool is last in, first out) is out of autocommit, and its rollback undoes a write."""
+    store.run_sync(lambda tx: tx._w(INSERT, {"n": 1, "a": "by the store"}))
+    with store.engine.connect() as conn:
+        assert not conn.connection.driver_connection.autocommit  # type: ignore[union-attr]
+        conn.execute(sa.text("INSERT INTO together (n, a) VALUES (2, 'rolled back')"))
+        conn.rollback()
+    assert [r.n for r in store.read_sync(lambda tx: tx._q(READ).fetchall())] == [1]

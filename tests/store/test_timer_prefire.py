@@ -26,6 +26,7 @@ from engine._service.service import Service
 from engine._service.state import TIMERS_CHANNEL
 from engine._store.commit_at import CommitAt
 from engine._store.gateway import Store
+from engine._store.queries import Q
 from engine._store.tx import StoreTx
 from engine.exceptions import StoreError
 
@@ -199,7 +200,9 @@ async def test_a_change_submitted_alone_is_never_batched(pg_url: str) -> None:
     try:
 
         def txid(tx: StoreTx) -> int:
-            return int(tx.conn.exec_driver_sql("SELECT txid_current()").scalar_one())
+            row = tx._one(Q("SELECT txid_current()"), None)
+            assert row is not None
+            return int(row[0])
 
         for _ in range(20):
             plain = [store.transaction(txid) for _ in range(24)]
