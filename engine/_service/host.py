@@ -378,13 +378,17 @@ class ServiceHost:
 
     def _lead(self, timers: int) -> float:
         """How long before its due time a firing pass of ``timers`` starts:
-        after passes of about as many, from how long they took; else from the largest
-        figure of fewer timers; else :data:`PREFIRE_FIRST`."""
+        after passes of about as many, from how long they took; else from passes of
+        fewer, scaled up by how many times larger the size class is (the first burst of
+        twenty timers after passes of two took twice as long as they did: started as
+        early as they were, it committed 1.4 ms late); else :data:`PREFIRE_FIRST`."""
         size = max(timers, 1).bit_length()
-        known = [seconds for n, seconds in self._prep_seconds.items() if n <= size]
-        if not known:
-            return PREFIRE_FIRST
-        prep = self._prep_seconds.get(size, max(known))
+        prep = self._prep_seconds.get(size)
+        if prep is None:
+            known = [seconds * size / n for n, seconds in self._prep_seconds.items() if n < size]
+            if not known:
+                return PREFIRE_FIRST
+            prep = max(known)
         return min(max(PREFIRE_FACTOR * prep, PREFIRE_MIN), PREFIRE_MAX)
 
     def _warm(self, target: float) -> None:

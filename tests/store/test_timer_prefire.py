@@ -288,9 +288,12 @@ def test_a_pass_starts_ahead_by_what_passes_of_as_many_timers_took() -> None:
     host._prep_seconds = {1: 0.003, 5: 0.006}  # one timer; 16 to 31
     assert host._lead(1) == pytest.approx(2 * 0.003)
     assert host._lead(20) == pytest.approx(2 * 0.006)
-    # Sizes not measured yet: the largest figure of fewer timers.
-    assert host._lead(3) == pytest.approx(2 * 0.003)
-    assert host._lead(100) == pytest.approx(2 * 0.006)
+    # Sizes not measured yet: figures of fewer timers, scaled by the size classes (1 timer
+    # is class 1; 2-3 timers class 2; 16-31 class 5; 64-127 class 7).
+    assert host._lead(3) == pytest.approx(2 * 0.003 * 2)
+    host._prep_seconds = {1: 0.001, 5: 0.006}
+    assert host._lead(100) == pytest.approx(2 * 0.006 * 7 / 5)
+    assert host._lead(8) == pytest.approx(2 * 0.001 * 4)  # class 4: from class 1 alone
     # Within bounds.
     host._prep_seconds = {1: 0.0001, 5: 1.0}
     assert host._lead(1) == PREFIRE_MIN and host._lead(20) == PREFIRE_MAX
