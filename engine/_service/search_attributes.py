@@ -300,20 +300,18 @@ def _column_value(name: str, kind: T, value: Any) -> Any:
     raise AssertionError(kind)
 
 
+#: The commands that may set search attributes (a tuple: built once, not per command).
+_SETS = (
+    cmd.UpsertWorkflowSearchAttributes,
+    cmd.StartChildWorkflowExecution,
+    cmd.ContinueAsNewWorkflowExecution,
+)
+
+
 def bad_search_attributes(rs: RunState, commands: list[cmd.Command]) -> JsonDict | None:
     """The failure of a task whose upserts set an attribute that is not registered or a
     value that does not fit its type (None when all of them are fine)."""
-    given = [
-        c.search_attributes
-        for c in commands
-        if isinstance(
-            c,
-            cmd.UpsertWorkflowSearchAttributes
-            | cmd.StartChildWorkflowExecution
-            | cmd.ContinueAsNewWorkflowExecution,
-        )
-        and c.search_attributes
-    ]
+    given = [c.search_attributes for c in commands if isinstance(c, _SETS) and c.search_attributes]
     if not given:
         return None
     try:
