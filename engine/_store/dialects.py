@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import random
@@ -123,15 +122,17 @@ def create_engine(url: URL, *, fsync: bool) -> sa.Engine:
     )
 
     @sa.event.listens_for(engine, "checkin")
-    def _out_of_autocommit(driver: Any, _record: Any) -> None:
+    def _out_of_autocommit(driver: Any, record: Any) -> None:
         # The store's transactions send their own BEGIN (``set_writes.own_begin`` puts the
         # connection in autocommit); the pool's other users (SQLAlchemy's own
         # transactions: migrations, statistics) get psycopg's BEGIN again. The pool has
         # already rolled back whatever was left open. A connection that cannot change
-        # is broken: its next user fails on it and drops it.
+        # is broken: the pool replaces it (its next user gets a new one).
         if driver is not None and driver.autocommit:
-            with contextlib.suppress(Exception):
+            try:
                 driver.autocommit = False
+            except Exception as err:
+                record.invalidate(err)
 
     return engine
 

@@ -277,6 +277,11 @@ BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
 BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 
+def begin_sql(read_only: bool) -> str:
+    """The ``BEGIN`` of a store transaction (a read: :data:`BEGIN_READ`)."""
+    return BEGIN_READ if read_only else BEGIN_WRITE
+
+
 def own_begin(driver: Any) -> None:
     """Put the psycopg connection ``driver`` (idle, just taken from the pool) in autocommit,
     so that the transaction's ``BEGIN`` goes with its first statements in one query.
@@ -295,6 +300,15 @@ def own_begin(driver: Any) -> None:
         driver.autocommit = True
     except psycopg.ProgrammingError as err:
         raise psycopg.OperationalError(f"a connection that cannot begin: {err}") from err
+
+
+def in_transaction(cur: Any) -> bool:
+    """Whether the psycopg cursor's connection is inside a transaction (a statement of a
+    query whose ``BEGIN`` ran failed: in one; the server refused the whole text, a syntax
+    error: not, and in autocommit the next statements would each commit on their own)."""
+    from psycopg.pq import TransactionStatus
+
+    return bool(cur.connection.info.transaction_status != TransactionStatus.IDLE)
 
 
 def bound(cur: Any, sql: str, params: Any) -> list[str]:

@@ -65,7 +65,7 @@ from .rows import SqliteRow, _Cursor
 from .rows import column as column
 from .schedules import ScheduleQueries
 from .schema import EXEC_RUNNING, WFT_SCHEDULED
-from .set_writes import BEGIN_READ, BEGIN_WRITE, bound, client_cursor, own_begin, set_statements
+from .set_writes import begin_sql, bound, client_cursor, in_transaction, own_begin, set_statements
 from .timers import TimerQueries
 from .visibility import VisibilityQueries
 
@@ -287,8 +287,7 @@ class StoreTx(
         the switch interval (5 ms) each time: twenty statements took 1.3 ms alone and 24
         to 120 ms beside a thread running Python, against 0.8 ms as one query either
         way. The price: the server plans these statements each time (none is prepared)."""
-        held: list[str] = [] if self._begun else [BEGIN_READ if self.read_only else BEGIN_WRITE]
-        self._begun = True
+        held: list[str] = [] if self._begun else [begin_sql(self.read_only)]
         if self._deferred:
             self._own_sent += len(self._deferred) - self._inherited
             self._inherited = 0
@@ -299,7 +298,10 @@ class StoreTx(
         if not parts:
             return
         cur = self._cursor
-        cur.execute("; ".join(parts))  # no parameters: the text is sent as it is
+        try:
+            cur.execute("; ".join(parts))  # no parameters: the text is sent as it is
+        finally:  # (not if the server refused the whole text: the next query begins)
+            self._begun = self._begun or in_transaction(cur)
         for _ in held if statements or tail else ():  # onto the first result after them
             if not cur.nextset():  # (each statement one result: none may end in ";")
                 raise StoreError("a statement sent together gave no result of its own")
@@ -787,7 +789,7 @@ class StoreTx(
         if self.postgres:
             if self._begun or self._in_batch:
                 raise _RunsAlone("a consistent snapshot must be the transaction's first read")
-            self._q(_REPEATABLE_READ)
+            self._w(_REPEATABLE_READ)  # goes with the first read, right after the BEGIN
 
     def work_in_progress(self, now: float) -> bool:
         """Whether any task is ready or running (the time-skipping clock waits for it)."""

@@ -144,7 +144,6 @@ def test_the_begin_goes_with_the_first_query(store: Store, monkeypatch: pytest.M
     row = store.run_sync(change)
     assert (row.isolation, row.read_only) == ("read committed", "off")
     assert sent[0].startswith("BEGIN ISOLATION LEVEL READ COMMITTED; INSERT INTO together")
-    assert not [q for q in sent if q.strip().upper() == "BEGIN"]
 
     sent.clear()
     row = store.read_sync(lambda tx: tx._q(SHOW).fetchone())
@@ -181,3 +180,21 @@ def test_a_connection_goes_back_to_the_pool_out_of_autocommit(store: Store) -> N
         conn.execute(sa.text("INSERT INTO together (n, a) VALUES (2, 'rolled back')"))
         conn.rollback()
     assert [r.n for r in store.read_sync(lambda tx: tx._q(READ).fetchall())] == [1]
+
+
+def test_a_first_query_the_server_refused_whole_leaves_the_next_one_to_begin(
+    store: Store,
+) -> None:
+    """A syntax error refuses the whole text, its BEGIN too: the connection is still
+    outside a transaction, in autocommit. The next query begins the transaction again,
+    so what it writes is still undone when the change fails."""
+
+    def change(tx: StoreTx) -> None:
+        with pytest.raises(psycopg.errors.SyntaxError):
+            tx._q(Q("SELEC 1"))
+        tx._q(INSERT, {"n": 1, "a": "after the refused query"})
+        raise RuntimeError("the change fails")
+
+    with pytest.raises(RuntimeError, match="the change fails"):
+        store.run_sync(change)
+    assert store.read_sync(lambda tx: tx._q(READ).fetchall()) == []
