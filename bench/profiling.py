@@ -73,8 +73,9 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
     """W1 twice after the warm-up: once unprofiled with a census of the store's
     transactions (count and wall time per transaction function), once under cProfile."""
     from engine._replay.driver import HistoryDriver
-    from engine._store.gateway import Store, _BatchingWriter
+    from engine._store.gateway import Store
     from engine._store.pg_writer import PgWriters
+    from engine._store.sqlite_writer import NOT_INLINE, SqliteWriter
 
     client = await Client.connect(url)
     thread_profiles: dict[tuple[str, int], cProfile.Profile] = {}
@@ -102,7 +103,7 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
 
     orig_run = Store._run
     orig_read = Store._read
-    orig_batch = _BatchingWriter._run_batch
+    orig_batch = SqliteWriter._run_batch
 
     def observed(fns: list[Any], call: Callable[[], T]) -> T:
         # Census: a call's wall time shared among the transaction functions it ran.
@@ -149,6 +150,21 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
             batches[1] += len(batch)
         return observed([job[0] for job in batch], lambda: orig_pg_batch(self, batch))
 
+    orig_inline = SqliteWriter.run_inline
+
+    def run_inline(self: Any, fn: Any, args: Any) -> Any:
+        # SQLite: a lone change on the event-loop thread (under profile, the loop's own
+        # profile has it); one commit each, counted as a batch of one.
+        if mode != "census":
+            return orig_inline(self, fn, args)
+        t = time.perf_counter()
+        result = orig_inline(self, fn, args)
+        if result is not NOT_INLINE:
+            batches[0] += 1
+            batches[1] += 1
+            count(getattr(fn, "__qualname__", repr(fn)), time.perf_counter() - t)
+        return result
+
     orig_apply = HistoryDriver.apply
 
     def apply(self: Any, *a: Any, **kw: Any) -> Any:
@@ -159,7 +175,8 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
     Store._run = run  # type: ignore[method-assign]
     Store._read = read  # type: ignore[method-assign]
     HistoryDriver.apply = apply  # type: ignore[method-assign]
-    _BatchingWriter._run_batch = run_batch  # type: ignore[method-assign]
+    SqliteWriter._run_batch = run_batch  # type: ignore[method-assign]
+    SqliteWriter.run_inline = run_inline  # type: ignore[method-assign]
     PgWriters._run_batch = pg_batch  # type: ignore[method-assign]
     tq = bench.new_tq()
     main_prof = cProfile.Profile()
@@ -182,7 +199,8 @@ async def profile_w1(bench: Any, url: str, backend: str, n: int = 500) -> None:
         Store._run = orig_run  # type: ignore[method-assign]
         Store._read = orig_read  # type: ignore[method-assign]
         HistoryDriver.apply = orig_apply  # type: ignore[method-assign]
-        _BatchingWriter._run_batch = orig_batch  # type: ignore[method-assign]
+        SqliteWriter._run_batch = orig_batch  # type: ignore[method-assign]
+        SqliteWriter.run_inline = orig_inline  # type: ignore[method-assign]
         PgWriters._run_batch = orig_pg_batch  # type: ignore[method-assign]
         await client.close()
     total_n = sum(int(c) for c, _ in census.values())

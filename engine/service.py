@@ -8,6 +8,7 @@ the database), so the connection classes of ``temporalio.service`` have no count
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -49,6 +50,16 @@ async def within_rpc_timeout(
     if rpc_timeout is None:
         return await call
     seconds = max(rpc_timeout.total_seconds(), 0.0)
+    if seconds == 0:
+        # Expired before it starts (as a gRPC call with a zero deadline, never sent): a
+        # call that would not suspend (a lone change on SQLite runs on this thread)
+        # would otherwise finish before the timeout could cancel it.
+        if inspect.iscoroutine(call):
+            call.close()
+        raise RPCError(
+            f"deadline exceeded: {what} did not finish within the rpc_timeout of 0s",
+            RPCStatusCode.DEADLINE_EXCEEDED,
+        )
     deadline = asyncio.timeout(seconds)
     try:
         async with deadline:

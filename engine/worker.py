@@ -439,6 +439,10 @@ class Worker:
     async def __aenter__(self) -> Worker:
         await self._validate()
         self.start()
+        # One turn of the loop: the runners register for hand-offs as their tasks begin,
+        # so a start right after this is handed to them (a change may not yield: on
+        # SQLite a lone one commits on this thread).
+        await asyncio.sleep(0)
         return self
 
     async def __aexit__(

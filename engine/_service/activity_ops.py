@@ -58,7 +58,7 @@ class ActivityOps:
         """Claim up to ``limit`` ready activity attempts."""
         return activities.claim(tx, namespace, task_queue, identity, self.clock.now(), limit)
 
-    @operation(locks=_attempt_locks)
+    @operation(locks=_attempt_locks, inline=True)
     def complete_activity(
         self,
         tx: StoreTx,
@@ -69,7 +69,7 @@ class ActivityOps:
         """The attempt returned a result. See :meth:`_outcome` for ``eager``."""
         return self._outcome(tx, task, eager, activities.complete, result)
 
-    @operation(locks=_attempt_locks)
+    @operation(locks=_attempt_locks, inline=True)
     def fail_activity(
         self,
         tx: StoreTx,
@@ -80,7 +80,7 @@ class ActivityOps:
         """The attempt raised: retry or record the failure."""
         return self._outcome(tx, task, eager, activities.failed, failure)
 
-    @operation(locks=_attempt_locks)
+    @operation(locks=_attempt_locks, inline=True)
     def cancel_activity(
         self,
         tx: StoreTx,

@@ -72,6 +72,7 @@ def operation(
     conflict_retries: int = 0,
     locks: Callable[..., Iterable[RunLock | LatestRun]] | None = None,
     alone: bool = False,
+    inline: bool = False,
 ) -> Callable[[TxFunction[S, P, R]], Method[S, P, R]]: ...
 
 
@@ -83,6 +84,7 @@ def operation(
     conflict_retries: int = 0,
     locks: Callable[..., Iterable[RunLock | LatestRun]] | None = None,
     alone: bool = False,
+    inline: bool = False,
 ) -> Any:
     """The coroutine method running ``fn(self, tx, *args)`` in one store transaction.
 
@@ -95,10 +97,11 @@ def operation(
     PostgreSQL locks and reads them all in one round trip (``engine._store.ahead``). A
     hint only: the change locks what it locks whatever it says. ``alone``: never batched
     with other changes on PostgreSQL (``Store.transaction``; a change that may wait to
-    commit).
+    commit). ``inline``: on SQLite, run on the caller's thread when no other change waits
+    for the writer (``engine._store.sqlite_writer``): for short changes of the hot path.
     """
     if fn is None:
-        return lambda f: _make(f, read, conflict_retries, locks, alone)
+        return lambda f: _make(f, read, conflict_retries, locks, alone, inline)
     return _make(fn, read, conflict_retries, locks)
 
 
@@ -108,6 +111,7 @@ def _make(
     conflict_retries: int,
     locks: Callable[..., Iterable[RunLock | LatestRun]] | None = None,
     alone: bool = False,
+    inline: bool = False,
 ) -> Callable[..., Any]:
     if locks is not None:
         fn.lock_hint = locks  # type: ignore[attr-defined]  # read by ahead.lock_hint
@@ -120,7 +124,7 @@ def _make(
             return self.store.read(tx_fn, *args)
 
     elif alone:
-        assert not conflict_retries, "not needed yet"
+        assert not conflict_retries and not inline, "not needed yet"
 
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             tx_fn = partial(fn, self, **kwargs) if kwargs else bind(fn, self)
@@ -130,7 +134,7 @@ def _make(
 
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             tx_fn = partial(fn, self, **kwargs) if kwargs else bind(fn, self)
-            return self.store.transaction(tx_fn, *args)
+            return self.store.transaction(tx_fn, *args, inline=inline)
 
     else:
 
@@ -138,7 +142,7 @@ def _make(
             tx_fn = partial(fn, self, **kwargs) if kwargs else bind(fn, self)
             for attempt in range(conflict_retries + 1):
                 try:
-                    return await self.store.transaction(tx_fn, *args)
+                    return await self.store.transaction(tx_fn, *args, inline=inline)
                 except StoreConflictError:
                     if attempt == conflict_retries:
                         raise

@@ -103,7 +103,7 @@ class Service(
 
     # Another start of the same workflow id may win the race (PostgreSQL): run again, now
     # seeing its run, so the id policies decide as usual.
-    @operation(conflict_retries=2, locks=_start_locks)
+    @operation(conflict_retries=2, locks=_start_locks, inline=True)
     def start_workflow(
         self, tx: StoreTx, req: StartWorkflowRequest, eager: Reservation | None = None
     ) -> StartWorkflowResult:
@@ -310,7 +310,7 @@ class Service(
                 ),
             )
 
-    @operation
+    @operation(inline=True)
     def signal_workflow(
         self,
         tx: StoreTx,

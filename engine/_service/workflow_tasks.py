@@ -232,7 +232,7 @@ class WorkflowTaskOps(ChildOps):
             updates=updates,
         )
 
-    @operation(locks=_task_locks)
+    @operation(locks=_task_locks, inline=True)
     def complete_workflow_task(
         self,
         tx: StoreTx,

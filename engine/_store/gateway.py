@@ -2,8 +2,10 @@
 
 Two kinds of transaction, each a function of a :class:`~engine._store.tx.StoreTx`:
 
-- :meth:`Store.transaction` for a state change. On SQLite every change runs on one writer
-  thread (one writer anyway), batched into group commits under ``BEGIN IMMEDIATE``.
+- :meth:`Store.transaction` for a state change. On SQLite every change goes through one
+  connection (one writer anyway): on its thread, batched into group commits under ``BEGIN
+  IMMEDIATE``, or, a lone change of the hot path, on its caller's thread
+  (``engine._store.sqlite_writer``).
 - :meth:`Store.read` for a read that changes nothing (histories, listings, describe,
   polls). On SQLite it runs on a reader thread with a connection of its own, in a
   ``BEGIN DEFERRED`` transaction: one WAL snapshot for the whole read, never the write
@@ -33,12 +35,11 @@ import collections
 import concurrent.futures
 import contextlib
 import logging
-import queue
 import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -46,13 +47,14 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 
 from ..exceptions import DurableError, StoreConflictError, StoreError
-from .delivery import WARM, Job, Warm, deliver, deliver_all, run_effects
+from .delivery import run_effects
 from .dialects import PostgresListener, create_engine, parse_url
 from .held import MAX_HELD, HeldTransaction
 from .migrations import migrate
 from .notify import Notifier
 from .outage import CONTENTION, LOST, Outage, RetryConfig, Waiting, classify, is_database_error
 from .pg_writer import NOTIFY_SQL, PgWriters, notify_params
+from .sqlite_writer import NOT_INLINE, SqliteWriter
 from .tx import StoreTx
 
 T = TypeVar("T")
@@ -74,9 +76,10 @@ class Store:
         self.postgres = self.dialect == "postgresql"
         self.display_url = self.url.render_as_string(hide_password=True)
         self.engine = create_engine(self.url, fsync=fsync)
+        self.fsync = fsync
         self.notifier = Notifier()
         self._executor = ThreadPoolExecutor(max_workers=6, thread_name_prefix="durable-store")
-        self._writer: _BatchingWriter | None = None
+        self._writer: SqliteWriter | None = None
         self._pg_writers: PgWriters | None = None
         self._readers: _SqliteReaders | None = None
         self._listener: PostgresListener | None = None
@@ -141,14 +144,19 @@ class Store:
             self._pg_writers = PgWriters(self)
         else:
             self._readers = _SqliteReaders(self)
-            self._writer = _BatchingWriter(self)
+            self._writer = SqliteWriter(self, inline=not self.fsync)
 
-    async def transaction(self, fn: Callable[..., T], *args: Any, alone: bool = False) -> T:
+    async def transaction(
+        self, fn: Callable[..., T], *args: Any, alone: bool = False, inline: bool = False
+    ) -> T:
         """Run ``fn(tx, *args)`` in one database transaction on the store's thread(s).
 
         For changes. A function that only reads goes to :meth:`read` instead. ``alone``:
         on PostgreSQL, in a transaction of its own, never batched with other changes (one
-        that waits to commit: ``StoreTx.commit_not_before``).
+        that waits to commit: ``StoreTx.commit_not_before``). ``inline``: on SQLite, a
+        short change that may run on the caller's thread when no other change waits for
+        the writer (``engine._store.sqlite_writer``); it must not wait for anything but
+        the database.
         """
         if self._closed:
             raise StoreError("the store is closed")
@@ -159,8 +167,16 @@ class Store:
             return await fut
         if self._writer is None:  # not opened
             return await loop.run_in_executor(self._executor, self._run, fn, args, time.monotonic())
+        if inline:
+            result = self._writer.run_inline(fn, args)
+            if result is not NOT_INLINE:
+                if self._writer.should_yield():
+                    # A caller changing things in a loop must not keep the event loop's
+                    # other tasks waiting (a trip to the thread yielded every time).
+                    await asyncio.sleep(0)
+                return result  # type: ignore[no-any-return]
         fut = loop.create_future()
-        self._writer.submit(fn, args, loop, fut, time.monotonic())
+        self._writer.submit(fn, args, loop, fut, time.monotonic(), tried=inline)
         return await fut
 
     async def hold(
@@ -419,135 +435,6 @@ async def _nothing() -> None:
     return None
 
 
-class _BatchingWriter:
-    """SQLite's single writer: one thread, one connection, several transactions per commit.
-
-    Waiting state changes are run back to back in one transaction (group commit). If one of
-    them raises, the whole batch is rolled back and each is run again in a transaction of
-    its own, so a failure never leaks into another caller's change.
-    """
-
-    MAX_BATCH = 64
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self._queue: queue.SimpleQueue[Job | Warm | None] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._main, name="durable-sqlite-writer", daemon=True)
-        self.thread.start()
-
-    def submit(
-        self,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        loop: asyncio.AbstractEventLoop | None,
-        fut: Any,
-        since: float,
-    ) -> None:
-        self._queue.put((fn, args, loop, fut, since))
-
-    def warm(self) -> None:
-        """Wake the thread with nothing to do (see :meth:`Store.warm`)."""
-        self._queue.put(WARM)
-
-    def stop(self) -> None:
-        self._queue.put(None)
-        self.thread.join(timeout=10)
-
-    def _main(self) -> None:
-        conn = self.store.engine.connect()
-        try:
-            while True:
-                job = self._queue.get()
-                if job is None:
-                    return
-                if isinstance(job, Warm):
-                    continue
-                batch = [job]
-                stop = False
-                while len(batch) < self.MAX_BATCH:
-                    try:
-                        more = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if more is None:
-                        stop = True
-                        break
-                    if not isinstance(more, Warm):
-                        batch.append(more)
-                self._run_batch(conn, batch)
-                if stop:
-                    return
-        finally:
-            conn.close()
-
-    def _run_batch(self, conn: sa.Connection, batch: list[Job]) -> None:
-        if len(batch) > 1:
-            results: list[Any] = []
-            wakeups: set[str] = set()
-            messages: dict[str, Any] = {}
-            effects: list[Callable[[], None]] = []
-            # The changes' history rows, inserted together (reads of history first insert
-            # what is pending, so each change sees what the ones before it wrote).
-            pending: list[dict[str, Any]] = []
-            try:
-                with _immediate(conn):
-                    txs = []
-                    for fn, args, _, _, _ in batch:
-                        # One StoreTx each: a change may withdraw its own wake-ups (an
-                        # eager hand-off), never another caller's.
-                        tx = StoreTx(conn, postgres=False, pending_events=pending)
-                        results.append(fn(tx, *args))
-                        txs.append(tx)
-                        wakeups |= tx.wakeups
-                        messages.update(tx.messages)
-                        effects += tx.after
-                    tx.write_pending_events()
-                    for tx in txs:  # a change that waits to commit: the batch waits with it
-                        tx.wait_to_commit()
-            except Exception:
-                pass  # run them one by one below, to find the failing one
-            else:
-                run_effects(effects)
-                self.store.notifier.notify_many(wakeups, messages)
-                deliver_all(
-                    [
-                        (loop, fut, result)
-                        for (_, _, loop, fut, _), result in zip(batch, results, strict=True)
-                    ]
-                )
-                return
-        for fn, args, loop, fut, since in batch:
-            try:
-                result, tx = self._run_one(conn, fn, args, since)
-            except BaseException as err:  # delivered to the caller, who raises it
-                deliver(loop, fut, None, err)
-            else:
-                run_effects(tx.after)
-                self.store.notifier.notify_many(tx.wakeups, tx.messages)
-                deliver(loop, fut, result, None)
-
-    def _run_one(
-        self, conn: sa.Connection, fn: Callable[..., Any], args: tuple[Any, ...], since: float
-    ) -> tuple[Any, StoreTx]:
-        """One change in a transaction of its own; a database locked by another process
-        past the busy timeout is waited for as the store's retry configuration says."""
-        waiting: Waiting | None = None
-        while True:
-            try:
-                with _immediate(conn):
-                    tx = StoreTx(conn, postgres=False)
-                    result = fn(tx, *args)
-                    tx.write_pending_events()
-                    tx.wait_to_commit()
-                return result, tx
-            except (DBAPIError, sqlite3.Error) as err:
-                kind = classify(err)
-                if kind is None:
-                    raise self.store._translate(getattr(err, "orig", err)) from err
-                waiting = waiting or self.store._waiting(since)
-                waiting.pause(err, kind, connecting=False)
-
-
 class _SqliteReaders:
     """SQLite's readers: a few threads, each with a connection of its own for its life.
 
@@ -641,24 +528,6 @@ class _SqliteReaders:
         for conn in conns:
             with contextlib.suppress(Exception):
                 conn.close()
-
-
-@contextlib.contextmanager
-def _immediate(conn: sa.Connection) -> Iterator[None]:
-    """A write transaction straight on the sqlite3 connection the writer owns.
-
-    ``BEGIN IMMEDIATE`` takes the write lock up front (no lock upgrade, no deadlock with
-    other processes); SQLAlchemy's transaction bookkeeping is skipped on this hot path.
-    """
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    driver.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        driver.rollback()
-        raise
-    driver.commit()
 
 
 def _restarting(err: DBAPIError) -> bool:

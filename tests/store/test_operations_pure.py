@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 import engine._store.gateway as gateway
+import engine._store.sqlite_writer as sqlite_writer
 from engine import Client
 from engine._model import commands as cmd
 from engine._service.clock import Clock
@@ -649,13 +650,13 @@ async def test_an_operation_run_again_in_a_failing_batch_leaves_what_one_run_lea
         result = await alone_op()
 
         runs = []
-        original = gateway.StoreTx
+        original = sqlite_writer.StoreTx
 
         def counted(*args: Any, **kwargs: Any) -> StoreTx:
             runs.append(threading.current_thread().name)
             return original(*args, **kwargs)
 
-        monkeypatch.setattr(gateway, "StoreTx", counted)
+        monkeypatch.setattr(sqlite_writer, "StoreTx", counted)
         result_twice, failed = await _in_failing_batch(twice.client.store, twice_op)
         monkeypatch.undo()
 
