@@ -51,9 +51,10 @@ async def within_rpc_timeout(
         return await call
     seconds = max(rpc_timeout.total_seconds(), 0.0)
     if seconds == 0:
-        # Expired before it starts (as a gRPC call with a zero deadline, never sent): a
-        # call that would not suspend (a lone change on SQLite runs on this thread)
-        # would otherwise finish before the timeout could cancel it.
+        # Expired before it is awaited, as a gRPC call's zero deadline: a call that would
+        # not suspend (a lone change on SQLite runs on this thread) would otherwise finish
+        # before the timeout could cancel it. (What was set going before, an eager start's
+        # task say, may still happen, as with a gRPC deadline.)
         if inspect.iscoroutine(call):
             call.close()
         raise RPCError(

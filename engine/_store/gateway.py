@@ -149,7 +149,8 @@ class Store:
     async def transaction(
         self, fn: Callable[..., T], *args: Any, alone: bool = False, inline: bool = False
     ) -> T:
-        """Run ``fn(tx, *args)`` in one database transaction on the store's thread(s).
+        """Run ``fn(tx, *args)`` in one database transaction on the store's thread(s)
+        (or, on SQLite with ``inline``, on this one).
 
         For changes. A function that only reads goes to :meth:`read` instead. ``alone``:
         on PostgreSQL, in a transaction of its own, never batched with other changes (one

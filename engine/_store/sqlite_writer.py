@@ -23,9 +23,9 @@ own, when all of these hold:
   writes its pages alone: twenty workflows at once lost a fifth of their throughput when
   every change that found the thread idle ran inline.
 
-A caller whose changes all run inline yields to its event loop every :data:`YIELD_EVERY`
-of them (a trip to the thread yielded every time), so a loop of changes does not keep the
-loop's other tasks (heartbeats, widgets) waiting.
+The callers yield to their event loop every :data:`YIELD_EVERY` inline changes in a row
+(counted for the whole process; a trip to the thread yielded every time), so a loop of
+changes does not keep the loop's other tasks (heartbeats, widgets) waiting.
 
 An inline change must never make the caller's event loop wait on another process or on the
 disk:
@@ -33,10 +33,11 @@ disk:
 - The connection keeps a busy timeout of zero between the thread's batches (the thread sets
   the usual 30 s for its own ``BEGIN``): an inline ``BEGIN IMMEDIATE`` that finds another
   process writing gives up at once, and the change goes to the thread, which waits.
-- The connection does not checkpoint the write-ahead log on its own (``wal_autocheckpoint``
-  0 between batches; SQLite's 1,000 pages during them). Every :data:`CHECKPOINT_EVERY`
-  inline commits the thread is asked to checkpoint (``PRAGMA wal_checkpoint(PASSIVE)``,
-  about 8 ms with its two ``fsync`` on this machine), off the caller's thread.
+- The connection never checkpoints the write-ahead log on its own (``wal_autocheckpoint``
+  0): the thread does, every :data:`CHECKPOINT_EVERY` changes committed
+  (``PRAGMA wal_checkpoint(PASSIVE)``, about 8 ms with its two ``fsync`` on this machine).
+  After a checkpoint that emptied the log, the next commit starts the log afresh and syncs
+  its header to disk: until the thread has committed once more, nothing runs inline.
 - A change that asks to wait before its commit (the timer loop's firing pass,
   ``StoreTx.commit_not_before``) is rolled back and run by the thread, as is any change
   that meets a busy or locked database.
@@ -47,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import queue
 import sqlite3
 import threading
@@ -58,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 
+from ..exceptions import StoreError
 from .ahead import RunLock, lock_hint
 from .delivery import WARM, Job, Warm, deliver, deliver_all, run_effects
 from .outage import Waiting, classify
@@ -66,17 +69,16 @@ from .tx import StoreTx
 if TYPE_CHECKING:
     from .gateway import Store
 
+log = logging.getLogger("engine.store")
+
 #: The busy timeout of the thread's own ``BEGIN IMMEDIATE`` (milliseconds): another
 #: process's write transaction is waited for this long, then as the store's retry
 #: configuration says.
 BUSY_TIMEOUT_MS = 30_000
 
-#: Pages of write-ahead log after which a commit of the thread checkpoints (SQLite's
-#: default); between batches the connection does not checkpoint on its own.
-AUTOCHECKPOINT_PAGES = 1000
-
-#: Inline commits after which the thread is asked to checkpoint the write-ahead log (a
-#: lone activity step's two commits write about ten pages between them).
+#: Changes committed (inline or by the thread) after which the thread checkpoints the
+#: write-ahead log. A lone change writes about 14 pages; changes committed together share
+#: theirs. (SQLite's own default is every 1,000 pages.)
 CHECKPOINT_EVERY = 200
 
 
@@ -131,8 +133,13 @@ class SqliteWriter:
         #: Held by whoever uses the connection: the thread for a batch, a caller inline.
         self._conn_lock = threading.Lock()
         self._conn: sa.Connection | None = None
-        self._inline_commits = 0
         self._streak = 0
+        #: Changes committed since the last checkpoint (see :data:`CHECKPOINT_EVERY`).
+        self._unchecked = 0
+        #: A checkpoint emptied the log: the next commit restarts it and syncs its header
+        #: (see the module docstring); nothing runs inline until the thread has committed.
+        self._fresh_log = False
+        self._stopped = False
         #: When the last change was submitted or tried inline (``time.monotonic()``), and
         #: what it was about (:func:`subject`).
         self._last = 0.0
@@ -154,9 +161,15 @@ class SqliteWriter:
         tried: bool = False,
     ) -> None:
         """Queue a change for the thread (``tried``: :meth:`run_inline` declined it, and
-        noted it as the last change already)."""
+        noted it as the last change already). A writer stopped (the store closing) or whose
+        thread died answers with :class:`StoreError` at once."""
         with self._count_lock:
-            self._waiting += 1
+            gone = self._stopped or not self.thread.is_alive()
+            if not gone:
+                self._waiting += 1
+        if gone:
+            deliver(loop, fut, None, StoreError("the store is closed"))
+            return
         self._streak = 0
         if not tried:
             self._last = time.monotonic()
@@ -168,8 +181,20 @@ class SqliteWriter:
         self._queue.put(WARM)
 
     def stop(self) -> None:
+        """Let the thread finish what was submitted, then end it."""
+        with self._count_lock:
+            self._stopped = True
         self._queue.put(None)
         self.thread.join(timeout=10)
+        if self.thread.is_alive():
+            return  # still running a change: it answers its callers itself
+        while True:  # nothing should be left; whatever is, is answered
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(job, tuple):
+                deliver(job[2], job[3], None, StoreError("the store is closed"))
 
     # -- inline ---------------------------------------------------------------------------
 
@@ -182,17 +207,19 @@ class SqliteWriter:
         now = time.monotonic()
         about = subject(fn, args)
         last, self._last = self._last, now
-        same, self._last_subject = about == self._last_subject, about
+        same = about is not None and about == self._last_subject
+        self._last_subject = about
         if (
             not self.inline
             or self._waiting
+            or self._fresh_log
             or (not same and now - last < LONE_GAP)
             or not self._conn_lock.acquire(blocking=False)
         ):
             return NOT_INLINE
         try:
             conn = self._conn
-            if conn is None or self._waiting:  # closed; or submitted since the look above
+            if conn is None or self._waiting or self._fresh_log:  # (changed meanwhile)
                 return NOT_INLINE
             driver = conn.connection.driver_connection
             assert driver is not None
@@ -218,14 +245,15 @@ class SqliteWriter:
                         return NOT_INLINE  # busy or locked: the thread waits as configured
                     raise self.store._translate(getattr(err, "orig", err)) from err
                 raise
+            # Its effects before the next transaction on the connection (as the thread's).
+            run_effects(tx.after)
             self.inline_count += 1
-            self._inline_commits += 1
-            if self._inline_commits >= CHECKPOINT_EVERY:
-                self._inline_commits = 0
+            self._unchecked += 1
+            if self._unchecked >= CHECKPOINT_EVERY:
+                self._unchecked = 0
                 self._queue.put(_CHECKPOINT)
         finally:
             self._conn_lock.release()
-        run_effects(tx.after)
         self.store.notifier.notify_many(tx.wakeups, tx.messages)
         return result
 
@@ -250,15 +278,14 @@ class SqliteWriter:
         driver.execute("PRAGMA busy_timeout=0")
         driver.execute("PRAGMA wal_autocheckpoint=0")
         self._conn = conn
+        waited = f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}"
         try:
             while True:
                 job = self._queue.get()
                 if job is None:
                     return
                 if isinstance(job, _Checkpoint):
-                    with self._conn_lock:
-                        driver.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                        self.checkpoints += 1
+                    self._checkpoint(driver)
                     continue
                 if isinstance(job, Warm):
                     continue
@@ -273,31 +300,48 @@ class SqliteWriter:
                         stop = True
                         break
                     if isinstance(more, _Checkpoint):
-                        self._queue.put(more)  # after this batch (its commit may do it)
+                        self._unchecked = CHECKPOINT_EVERY  # after this batch
                         break
                     if not isinstance(more, Warm):
                         batch.append(more)
                 tell: list[Callable[[], None]] = []
                 with self._conn_lock:
-                    driver.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-                    driver.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
                     try:
+                        driver.execute(waited)
                         tell = self._run_batch(conn, batch)
                     finally:
                         with self._count_lock:
                             self._waiting -= len(batch)
-                        driver.execute("PRAGMA busy_timeout=0")
-                        driver.execute("PRAGMA wal_autocheckpoint=0")
+                        self._fresh_log = False  # the thread has committed since
+                        with contextlib.suppress(sqlite3.Error):
+                            driver.execute("PRAGMA busy_timeout=0")
+                    self._unchecked += len(batch)
                 # The callers hear of their changes once the connection is free: the next
                 # change a caller makes may run inline.
                 for told in tell:
                     told()
+                if self._unchecked >= CHECKPOINT_EVERY:
+                    self._checkpoint(driver)
                 if stop:
                     return
         finally:
             with self._conn_lock:
                 self._conn = None
                 conn.close()
+
+    def _checkpoint(self, driver: Any) -> None:
+        """Checkpoint the write-ahead log, without waiting for readers or writers (a
+        failure is logged: the next one tries again)."""
+        with self._conn_lock:
+            self._unchecked = 0
+            try:
+                busy, frames, done = driver.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            except sqlite3.Error as err:
+                log.warning("checkpointing the SQLite write-ahead log failed: %s", err)
+                return
+            self.checkpoints += 1
+            if not busy and frames > 0 and frames == done:
+                self._fresh_log = True  # the next commit restarts the log: on the thread
 
     def _run_batch(self, conn: sa.Connection, batch: list[Job]) -> list[Callable[[], None]]:
         """Run ``batch`` (committed, with the after-commit effects of what committed);

@@ -408,9 +408,10 @@ class StoreTx(
         A transaction function may run more than once (a SQLite batch that failed is run
         again change by change; PostgreSQL retries serialization failures), so it must not
         change anything outside the database itself: what it must change elsewhere (the
-        in-process clock, say) goes here. Effects run on the store's thread right after the
-        commit, before the callers hear of it and before the next transaction of the
-        SQLite writer; one that raises is logged and does not undo the commit.
+        in-process clock, say) goes here. Effects run right after the commit, on the thread
+        that committed (the store's; for a SQLite change run inline, its caller's), before
+        the callers hear of it and before the next transaction on the SQLite writer's
+        connection; one that raises is logged and does not undo the commit.
         """
         if self.read_only:
             raise StoreError("a read-only transaction has no commit to run effects after")

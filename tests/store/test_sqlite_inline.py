@@ -23,10 +23,14 @@ from engine._store.commit_at import CommitAt
 from engine._store.gateway import Store
 from engine._store.queries import CLAIM_REQUEST, Q
 from engine._store.tx import StoreTx
+from engine.exceptions import StoreError
 
 
 @pytest.fixture
-async def client(tmp_path: Path) -> AsyncIterator[Client]:
+async def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Client]:
+    # Changes of these tests name no run: let each run inline whatever came just before
+    # (the rule about runs has a test of its own, which sets LONE_GAP itself).
+    monkeypatch.setattr(sqlite_writer, "LONE_GAP", 0.0)
     c = await Client.connect(f"sqlite:///{tmp_path / 'durable.db'}")
     try:
         yield c
@@ -199,8 +203,10 @@ async def test_a_change_that_waits_to_commit_goes_to_the_thread(
 async def test_the_connection_neither_waits_nor_checkpoints_between_batches(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Inline: busy timeout 0 and no automatic checkpoint; the thread's batches: the usual
-    30 s and 1,000 pages; every CHECKPOINT_EVERY inline commits the thread checkpoints."""
+    """Inline: busy timeout 0; the thread's batches: the usual 30 s; never an automatic
+    checkpoint. Every CHECKPOINT_EVERY changes the thread checkpoints; after a checkpoint
+    that emptied the log, the next change goes to the thread (its commit restarts the log
+    and syncs it), and the one after runs inline again."""
     store = client.store
     await _ready(store)
 
@@ -211,21 +217,22 @@ async def test_the_connection_neither_waits_nor_checkpoints_between_batches(
         return busy[0], pages[0]
 
     assert await store.transaction(settings, inline=True) == (0, 0)
-    assert await store.transaction(settings) == (
-        sqlite_writer.BUSY_TIMEOUT_MS,
-        sqlite_writer.AUTOCHECKPOINT_PAGES,
-    )
+    assert await store.transaction(settings) == (sqlite_writer.BUSY_TIMEOUT_MS, 0)
+    assert await store.transaction(settings, inline=True) == (0, 0)  # put back
     monkeypatch.setattr(sqlite_writer, "CHECKPOINT_EVERY", 3)
     writer = _writer(store)
-    writer._inline_commits = 0
+    writer._unchecked = 0
     before = writer.checkpoints
+    here = threading.current_thread().name
     for i in range(3):
-        await store.transaction(_claim(f"g{i}"), inline=True)
+        assert await store.transaction(_claim(f"g{i}"), inline=True) == here
     for _ in range(500):
         if writer.checkpoints > before:
             break
         await asyncio.sleep(0.01)
-    assert writer.checkpoints == before + 1
+    assert writer.checkpoints == before + 1 and writer._fresh_log
+    assert await store.transaction(_claim("g3"), inline=True) == "durable-sqlite-writer"
+    assert await store.transaction(_claim("g4"), inline=True) == here
 
 
 async def test_with_fsync_nothing_runs_inline(tmp_path: Path) -> None:
@@ -254,17 +261,28 @@ class TwoSteps:
         return total
 
 
-async def test_a_lone_workflow_changes_its_state_inline(client: Client) -> None:
+async def test_a_lone_workflow_changes_its_state_inline(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The start, the workflow tasks' completions and the activities' completions of one
     workflow alone ask to run inline (and the history is the usual one)."""
     await _ready(client.store)
+    asked: list[str] = []
+    tried = sqlite_writer.SqliteWriter.run_inline
+
+    def spy(self: sqlite_writer.SqliteWriter, fn: Any, args: tuple[Any, ...]) -> Any:
+        asked.append(getattr(fn, "__name__", ""))
+        return tried(self, fn, args)
+
+    monkeypatch.setattr(sqlite_writer.SqliteWriter, "run_inline", spy)
     tq = "q-" + uuid.uuid4().hex[:8]
     async with Worker(client, task_queue=tq, workflows=[TwoSteps], activities=[echo]):
         handle = await client.start_workflow(TwoSteps.run, id="w-" + tq, task_queue=tq)
         assert await handle.result() == 3
-    # 1 start + 3 workflow task completions + 2 activity completions, some of which may
-    # have found the writer busy with a poll's change.
-    assert _writer(client.store).inline_count >= 4
+    assert sorted(set(asked)) == ["complete_activity", "complete_workflow_task", "start_workflow"]
+    assert asked.count("complete_workflow_task") == 3 and asked.count("complete_activity") == 2
+    # Whether each ran inline depends on what the worker's polls had the writer doing.
+    assert _writer(client.store).inline_count >= 1
     types = [e.event_type for e in (await handle.fetch_history()).events]
     assert types[-1] == "WorkflowExecutionCompleted"
     assert types.count("ActivityTaskCompleted") == 2
@@ -294,6 +312,9 @@ async def test_another_runs_change_close_behind_goes_to_the_thread(
     assert await store.transaction(_about("a"), inline=True) == here  # the same run
     assert await store.transaction(_about("b"), inline=True) == "durable-sqlite-writer"
     assert await store.transaction(_about("b"), inline=True) == here
+    # Changes that name no run are never "the same run" as one another.
+    assert await store.transaction(_claim("n1"), inline=True) == "durable-sqlite-writer"
+    assert await store.transaction(_claim("n2"), inline=True) == "durable-sqlite-writer"
     monkeypatch.setattr(sqlite_writer, "LONE_GAP", 0.0)  # after a pause, always
     assert await store.transaction(_about("c"), inline=True) == here
 
@@ -323,3 +344,30 @@ async def test_a_caller_changing_things_in_a_loop_lets_other_tasks_run(client: C
         ticker.cancel()
     # The other task ran every YIELD_EVERY changes, and only then.
     assert len(set(seen)) == 4, seen
+
+
+async def test_a_change_after_the_writer_stopped_is_answered(client: Client) -> None:
+    """A change submitted to a writer whose thread has ended fails at once instead of
+    waiting for ever."""
+    store = client.store
+    await _ready(store)
+    _writer(store).stop()
+    with pytest.raises(StoreError, match="closed"):
+        await asyncio.wait_for(store.transaction(_claim("z")), 10)
+
+
+async def test_an_inline_changes_effects_run_before_the_next_transaction(client: Client) -> None:
+    """As on the thread: a change's after-commit effects run while the connection is still
+    its own, so no other change's transaction comes between its commit and them."""
+    store = client.store
+    await _ready(store)
+    writer = _writer(store)
+    seen: list[bool] = []
+
+    def with_effect(tx: StoreTx) -> str:
+        tx.after_commit(lambda: seen.append(writer._conn_lock.locked()))
+        return threading.current_thread().name
+
+    assert await store.transaction(with_effect, inline=True) == threading.current_thread().name
+    assert await store.transaction(with_effect) == "durable-sqlite-writer"
+    assert seen == [True, True]
