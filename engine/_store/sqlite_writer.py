@@ -308,6 +308,10 @@ class SqliteWriter:
                 with self._conn_lock:
                     try:
                         driver.execute(waited)
+                    except sqlite3.Error as err:  # each caller hears of it
+                        failed = self.store._translate(err)
+                        tell = [partial(deliver, j[2], j[3], None, failed) for j in batch]
+                    else:
                         tell = self._run_batch(conn, batch)
                     finally:
                         with self._count_lock:

@@ -371,3 +371,21 @@ async def test_an_inline_changes_effects_run_before_the_next_transaction(client:
     assert await store.transaction(with_effect, inline=True) == threading.current_thread().name
     assert await store.transaction(with_effect) == "durable-sqlite-writer"
     assert seen == [True, True]
+
+
+async def test_a_batch_the_connection_refuses_is_answered(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The thread's own set-up of a batch failing (here its busy-timeout PRAGMA, made
+    invalid) answers the batch's callers with the error instead of leaving them waiting,
+    and the thread goes on."""
+    store = client.store
+    await _ready(store)
+    _writer(store).stop()
+    monkeypatch.setattr(sqlite_writer, "BUSY_TIMEOUT_MS", "0; SELECT 1")  # two statements
+    store._writer = sqlite_writer.SqliteWriter(store)  # reads it as its thread starts
+    await _ready(store)
+    with pytest.raises(StoreError, match="one statement"):
+        await asyncio.wait_for(store.transaction(_claim("r1")), 10)
+    assert _writer(store).thread.is_alive()
+    assert await store.transaction(_claim("r2"), inline=True) == threading.current_thread().name
