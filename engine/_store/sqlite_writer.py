@@ -96,6 +96,10 @@ def subject(fn: Callable[..., Any], args: tuple[Any, ...]) -> str | None:
     return None
 
 
+class _WaitsToCommit(Exception):
+    """Rolls back an inline change that asked to wait before its commit."""
+
+
 class _Checkpoint:
     """Put on the writer's queue to have the thread checkpoint the write-ahead log."""
 
@@ -221,30 +225,19 @@ class SqliteWriter:
             conn = self._conn
             if conn is None or self._waiting or self._fresh_log:  # (changed meanwhile)
                 return NOT_INLINE
-            driver = conn.connection.driver_connection
-            assert driver is not None
             try:
-                driver.execute("BEGIN IMMEDIATE")  # busy timeout 0: at once, or not
-            except sqlite3.OperationalError as err:
+                with _immediate(conn):  # busy timeout 0: the write lock at once, or not
+                    tx = StoreTx(conn, postgres=False)
+                    result = fn(tx, *args)
+                    tx.write_pending_events()
+                    if tx._commit_at is not None:  # it waits to commit: on the thread
+                        raise _WaitsToCommit
+            except _WaitsToCommit:
+                return NOT_INLINE
+            except (DBAPIError, sqlite3.Error) as err:
                 if classify(err) is not None:
-                    return NOT_INLINE
-                raise self.store._translate(err) from err
-            try:
-                tx = StoreTx(conn, postgres=False)
-                result = fn(tx, *args)
-                tx.write_pending_events()
-                if tx._commit_at is not None:  # it waits to commit: not on the caller's thread
-                    driver.rollback()
-                    return NOT_INLINE
-                driver.commit()
-            except BaseException as err:
-                with contextlib.suppress(sqlite3.Error):
-                    driver.rollback()
-                if isinstance(err, (DBAPIError, sqlite3.Error)):
-                    if classify(err) is not None:
-                        return NOT_INLINE  # busy or locked: the thread waits as configured
-                    raise self.store._translate(getattr(err, "orig", err)) from err
-                raise
+                    return NOT_INLINE  # busy or locked: the thread waits as configured
+                raise self.store._translate(getattr(err, "orig", err)) from err
             # Its effects before the next transaction on the connection (as the thread's).
             run_effects(tx.after)
             self.inline_count += 1
@@ -440,7 +433,8 @@ def _immediate(conn: sa.Connection) -> Iterator[None]:
     driver.execute("BEGIN IMMEDIATE")
     try:
         yield
-    except BaseException:
-        driver.rollback()
+        driver.commit()
+    except BaseException:  # a failed commit too: the connection is left outside a transaction
+        with contextlib.suppress(sqlite3.Error):
+            driver.rollback()
         raise
-    driver.commit()
