@@ -344,6 +344,8 @@ class ActivityOps:
                 # Run again after a commit that failed: the tasks of that attempt were
                 # handed to their workers, who drop them; these go through the queue.
                 eager = {}
+                if commit_at.on_done is not None:
+                    commit_at.on_done(False)
             if at > now:
                 tx.commit_not_before(commit_at)
                 now = at

@@ -297,10 +297,17 @@ class ServiceHost:
                     commit_at = CommitAt(began + wait)
                     # (Whatever happens here, a pass that handed tasks out tells their
                     # workers what its commit came to: the store's thread does.)
-                    self._hand_out_early(commit_at, reservations)
-                    fired, started = await service.fire_timers_at(
-                        at, commit_at, reservations, expected, FIRE_LIMIT
-                    )
+                    committing = self._hand_out_early(commit_at, reservations)
+                    try:
+                        fired, started = await service.fire_timers_at(
+                            at, commit_at, reservations, expected, FIRE_LIMIT
+                        )
+                    except Exception:
+                        # Nothing committed: tasks handed out are dropped (a commit that
+                        # went through said so first: the first word counts).
+                        if committing is not None:
+                            committing.settle(False)
+                        raise
             finally:  # every reservation settled once, whatever happened
                 for run_id, reservation in reservations.items():
                     if not reservation.settled:  # (not handed out early)
@@ -332,24 +339,34 @@ class ServiceHost:
             return timer_delay - POLL_SLACK, None
         return delay, None
 
-    def _hand_out_early(self, commit_at: CommitAt, reservations: dict[str, Reservation]) -> None:
-        """PostgreSQL: arrange for the workflow tasks a pass started ahead starts for its
-        reserved workers to reach them at the due time, while the ``COMMIT`` travels (a
-        round trip and the server's flush: a millisecond or more), not after it: each task
-        carries a :class:`Committing` that what the worker sends about it waits for, and
-        that tells the worker to drop it if the commit failed (``engine._store.held``); if
-        the commit's answer was lost, :meth:`_committed` finds out what it came to."""
-        if not reservations or not self.service.store.postgres:
-            return
+    def _hand_out_early(
+        self, commit_at: CommitAt, reservations: dict[str, Reservation]
+    ) -> Committing | None:
+        """Arrange for the workflow tasks a pass started ahead starts for its reserved
+        workers to reach them before the due time, not after the commit: once the pass is
+        ready to commit, the store's thread hands them out and waits for the due time
+        (``CommitAt.on_due``). Each task carries the due time (``not_before``: its worker
+        runs its workflow code from then on, on the activation thread, which wakes by
+        itself then; the worker's event loop has already prepared it) and a
+        :class:`Committing` that what the worker sends about it waits for, and that tells
+        the worker to drop it if the commit failed (``engine._store.held``); on
+        PostgreSQL, if the commit's answer was lost, :meth:`_committed` finds out what it
+        came to. So what stands between the due time and the workflow code is the
+        activation thread's wake-up, not the commit (on PostgreSQL a round trip and the
+        server's flush), the loop's turn and the hand-over of every task of the pass."""
+        if not reservations:
+            return None
         loop = asyncio.get_running_loop()
         committing = Committing(self.service.store, loop)
-        committing.probe = lambda: self._committed(commit_at)
+        if self.service.store.postgres:
+            committing.probe = lambda: self._committed(commit_at)
 
         def hand_out(started: dict[str, WorkflowTask]) -> None:  # on the loop
             for run_id, task in started.items():
                 reservation = reservations.get(run_id)
                 if reservation is not None and not reservation.settled:
                     task.held = committing
+                    task.not_before = commit_at.deadline
                     reservation.settle(task)
 
         def on_due() -> None:  # on the store's thread: what this attempt started
@@ -361,6 +378,7 @@ class ServiceHost:
                 loop.call_soon_threadsafe(committing.settle, committed)
 
         commit_at.on_due, commit_at.on_done = on_due, on_done
+        return committing
 
     async def _committed(self, commit_at: CommitAt) -> bool:
         """Whether the transaction of ``commit_at`` committed, after its ``COMMIT``'s answer

@@ -99,6 +99,10 @@ class WorkflowTask:
     #: PostgreSQL: the transaction that started this task, held open for its completion
     #: (``engine._store.held.HeldTransaction``), or None.
     held: Any = field(default=None, repr=False, compare=False)
+    #: ``time.monotonic()`` before which the worker does not run the task's workflow code:
+    #: the timer loop hands out the tasks a firing pass started a little before the
+    #: timers are due (see ``engine._service.host``). None: at once.
+    not_before: float | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass

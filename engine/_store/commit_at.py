@@ -20,15 +20,17 @@ class CommitAt:
     #: Set by the commit: when everything before the ``COMMIT`` had reached the server and
     #: come back (``time.monotonic()``), for the caller to see how long that took.
     ready: float | None = None
-    #: PostgreSQL: called (on the store's thread) once the deadline has come, just before
-    #: the ``COMMIT`` is sent, and ``on_done(committed)`` once it has come back: the caller
-    #: may hand out what the transaction did while its commit travels (the timer loop's
-    #: workflow tasks, ``engine._store.held.Committing``). ``committed`` is None when the
+    #: Called (on the store's thread) once the transaction is ready to commit, before the
+    #: wait for the deadline, and ``on_done(committed)`` once the commit has come back: the
+    #: caller may hand out what the transaction did, to be used from the deadline on,
+    #: while it waits and commits (the timer loop's workflow tasks,
+    #: ``engine._store.held.Committing``). ``committed`` is None when a PostgreSQL
     #: connection was lost with the ``COMMIT`` sent: the server may have committed or not.
     on_due: Callable[[], None] | None = None
     on_done: Callable[[bool | None], None] | None = None
     #: Set (on the store's thread) just before ``on_due`` is called: a transaction function
-    #: run again after a failed commit must not hand the same things out twice.
+    #: run again after a failed commit must not hand the same things out twice (and tells
+    #: ``on_done`` that the attempt that handed them out did not commit).
     handed_out: bool = False
     #: What the transaction function leaves for ``on_due`` to hand out.
     payload: Any = None
@@ -37,8 +39,16 @@ class CommitAt:
     xid: str | None = None
 
 
-def wait_for(at: CommitAt) -> None:
-    """Note when the transaction was ready to commit, then sleep until ``at.deadline``."""
+def wait_for(at: CommitAt) -> bool:
+    """Note when the transaction was ready to commit, hand out what it did (``on_due``,
+    once over the attempts of its transaction function), then sleep until
+    ``at.deadline``. Whether this attempt handed out (its commit must then tell
+    ``on_done`` how it went)."""
     at.ready = time.monotonic()
-    if (wait := at.deadline - at.ready) > 0:
+    handed = False
+    if at.on_due is not None and not at.handed_out:
+        at.handed_out = handed = True
+        at.on_due()
+    if (wait := at.deadline - time.monotonic()) > 0:
         time.sleep(wait)
+    return handed

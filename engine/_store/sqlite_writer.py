@@ -362,10 +362,10 @@ class SqliteWriter:
                         txs.append(tx)
                         wakeups |= tx.wakeups
                         messages.update(tx.messages)
-                        effects += tx.after
                     tx.write_pending_events()
                     for tx in txs:  # a change that waits to commit: the batch waits with it
                         tx.wait_to_commit()
+                        effects += tx.after  # (the wait may add one)
             except Exception:
                 pass  # run them one by one below, to find the failing one
             else:

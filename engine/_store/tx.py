@@ -332,7 +332,8 @@ class StoreTx(
             return
         # Everything but the COMMIT now (a round trip), then the wait, then the COMMIT
         # alone: what remains on the due time's path is the commit's own round trip, and
-        # what the transaction did may be handed out meanwhile (on_due).
+        # what the transaction did is handed out before the wait (on_due), for use from
+        # the deadline on.
         if at.on_done is not None:  # (its id goes with the writes: no round trip more)
             self._pipelined(_XACT_ID, None)
             row = self._cursor.fetchone()
@@ -340,9 +341,6 @@ class StoreTx(
         else:
             self._pipelined(None, None)
         wait_for(at)
-        if at.on_due is not None:
-            at.handed_out = True
-            at.on_due()
         try:
             self._pipelined(None, None, ("COMMIT",))
         except BaseException as err:
@@ -367,9 +365,12 @@ class StoreTx(
     def wait_to_commit(self) -> None:
         """SQLite: the wait :meth:`commit_not_before` asked for, if any (the store's writer
         calls it just before it commits; PostgreSQL's :meth:`commit_pipelined` waits
-        itself)."""
-        if self._commit_at is not None:
-            wait_for(self._commit_at)
+        itself). If the wait handed out what the transaction did, its commit tells
+        ``on_done`` (a failed attempt is told of by the next one, or by the caller)."""
+        at = self._commit_at
+        if at is not None and wait_for(at) and at.on_done is not None:
+            done = at.on_done
+            self.after_commit(lambda: done(True))
 
     def limit_lock_waits(self, ms: int) -> None:
         """PostgreSQL: wait at most ``ms`` milliseconds (0: without limit) for any lock in

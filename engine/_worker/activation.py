@@ -44,7 +44,7 @@ class DeadlockDetected(Exception):
 
 
 class _Job:
-    __slots__ = ("args", "fn", "fut", "loop", "started")
+    __slots__ = ("args", "fn", "fut", "loop", "not_before", "started")
 
     def __init__(
         self,
@@ -52,11 +52,14 @@ class _Job:
         args: tuple[Any, ...],
         loop: asyncio.AbstractEventLoop,
         fut: asyncio.Future[Any],
+        not_before: float | None = None,
     ) -> None:
         self.fn = fn
         self.args = args
         self.loop = loop
         self.fut = fut
+        #: ``time.monotonic()`` before which the job does not start (None: at once).
+        self.not_before = not_before
         self.started: float | None = None
 
 
@@ -87,12 +90,19 @@ class ActivationThread:
         self._watchdogs: dict[asyncio.AbstractEventLoop, asyncio.TimerHandle] = {}
         self._inflight: dict[asyncio.AbstractEventLoop, int] = {}
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> tuple[T, float]:
+    async def run(
+        self, fn: Callable[..., T], *args: Any, not_before: float | None = None
+    ) -> tuple[T, float]:
         """``fn(*args)`` on the activation thread, and how long it ran (seconds, not
         counting its wait in the queue); :class:`DeadlockDetected` if it runs past the
-        timeout (the worker goes on meanwhile)."""
+        timeout (the worker goes on meanwhile).
+
+        ``not_before`` (``time.monotonic()``): not before then. The thread runs the jobs
+        that may start first, and wakes by itself when this one may: a workflow task handed
+        out a little before its timer is due (``engine._service.host``) starts on time
+        without waiting for the event loop to be free."""
         loop = asyncio.get_running_loop()
-        job = _Job(fn, args, loop, loop.create_future())
+        job = _Job(fn, args, loop, loop.create_future(), not_before)
         with self._cond:
             if self._stopped:
                 raise RuntimeError("the worker is stopping")
@@ -191,15 +201,16 @@ class ActivationThread:
             with self._cond:
                 if generation != self._generation:
                     return
-                if self._queue:
-                    job = self._queue.popleft()
+                job, wait = self._next(time.monotonic()) if self._queue else (None, None)
+                if job is not None:
                     self._current = job
                     job.started = began = time.monotonic()
                 else:
-                    if self._stopped:
+                    if self._stopped and not self._queue:
                         return
                     self._idle = True
-                    self._cond.wait()
+                    self._cond.wait(wait)
+                    self._idle = False
                     continue
             result: Any = None
             error: BaseException | None = None
@@ -217,6 +228,20 @@ class ActivationThread:
                     continue
                 self._done[job.loop] = [(job, result, error)]
             self._hand_over(job.loop)
+
+    def _next(self, now: float) -> tuple[_Job | None, float | None]:
+        """Take the first queued job that may start at ``now``; else None and how long
+        until one may (called with the lock held, the queue not empty)."""
+        head = self._queue[0]
+        if head.not_before is None or head.not_before <= now:
+            return self._queue.popleft(), None
+        soonest = head.not_before
+        for i, job in enumerate(self._queue):
+            if job.not_before is None or job.not_before <= now:
+                del self._queue[i]
+                return job, None
+            soonest = min(soonest, job.not_before)
+        return None, soonest - now
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
         """Schedule ``loop`` to take its finished activations (from the thread)."""

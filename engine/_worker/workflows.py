@@ -470,7 +470,9 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             entry = self._new_entry(task, defn)
         run = self._activations.run
         try:
-            commands, took = await run(entry.driver.apply, events, (), task.updates)
+            commands, took = await run(
+                entry.driver.apply, events, (), task.updates, not_before=task.not_before
+            )
         except CacheMismatchError:
             self._evict(task.run_id, forced=False)
             entry = self._new_entry(task, defn)

@@ -1,14 +1,16 @@
-"""PostgreSQL: a timer's workflow task reaches its worker at the due time, while the firing
-pass's ``COMMIT`` is still on its way (``ServiceHost._hand_out_early``,
-``engine._store.held.Committing``). The workflow code may run meanwhile; its completion
-waits for the commit; if the commit fails, the worker drops the task and the timer fires
-again through the queue, once; if the commit's answer is lost, PostgreSQL is asked
-whether the pass's transaction committed."""
+"""A timer's workflow task reaches its worker before the timer is due, while the firing
+pass waits to commit (``ServiceHost._hand_out_early``, ``engine._store.held.Committing``),
+and its workflow code runs from the due time on (the task's ``not_before``), on both
+backends; on PostgreSQL also while the pass's ``COMMIT`` is still on its way. The
+completion waits for the commit; if the commit fails, the worker drops the task and the
+timer fires again through the queue, once; if a PostgreSQL commit's answer is lost,
+PostgreSQL is asked whether the pass's transaction committed."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import threading
 import time
 import uuid
@@ -22,6 +24,7 @@ from engine import Client, Worker, activity, workflow
 from engine._service import host
 from engine._store.held import Committing
 from engine._store.tx import StoreTx
+from engine._worker.workflows import WorkflowRunner
 
 
 @workflow.defn
@@ -116,8 +119,8 @@ def _watch_probe(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     return answers
 
 
-async def _run(pg_url: str, commits: _Commits, wf: Any = SleepsOnce) -> tuple[Any, list[str]]:
-    async with await Client.connect(pg_url) as client:
+async def _run(url: str, wf: Any = SleepsOnce) -> tuple[Any, list[str]]:
+    async with await Client.connect(url) as client:
         queue = f"q-{uuid.uuid4().hex[:6]}"
         worker = Worker(client, task_queue=queue, workflows=[wf], activities=[note])
         async with worker:
@@ -135,12 +138,99 @@ async def _run(pg_url: str, commits: _Commits, wf: Any = SleepsOnce) -> tuple[An
     return ran_at, types
 
 
+@workflow.defn
+class SleepsOnceMonotonic:
+    @workflow.run
+    async def run(self) -> float:
+        await workflow.sleep(timedelta(seconds=0.3))
+        # NON-DETERMINISTIC in workflow code: read here only to see when the code ran.
+        return time.monotonic()
+
+
+def _watch_hand_outs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, float]]:
+    """(when, not before when) of each task handed to a worker with a time to wait for
+    (``time.monotonic()``); passes start 200 ms ahead, so that a busy machine's loop
+    still takes their tasks before they are due."""
+    monkeypatch.setattr(host, "PREFIRE_FIRST", 0.2)
+    monkeypatch.setattr(host, "PREFIRE_MAX", 0.2)
+    handed: list[tuple[float, float]] = []
+    settle = WorkflowRunner.settle_workflow_task
+
+    def watched(self: WorkflowRunner, reservation: Any, task: Any) -> None:
+        if task is not None and task.not_before is not None:
+            handed.append((time.monotonic(), task.not_before))
+        settle(self, reservation, task)
+
+    monkeypatch.setattr(WorkflowRunner, "settle_workflow_task", watched)
+    return handed
+
+
+async def test_a_timers_task_reaches_its_worker_before_it_is_due_and_runs_from_then(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker has the task before the due time (its event loop prepares it while the
+    pass waits to commit) and its activation thread starts the code at the due time."""
+    handed = _watch_hand_outs(monkeypatch)
+    ran_at, types = await _run(db_url, SleepsOnceMonotonic)
+    assert len(handed) == 1, handed
+    (at, not_before) = handed[0]
+    assert at < not_before, "handed out after the due time"
+    assert ran_at >= not_before, "the workflow code ran before the timer was due"
+    assert types.count("TimerFired") == 1 and types[-1] == "WorkflowExecutionCompleted"
+    assert types.count("WorkflowTaskCompleted") == 2, types
+
+
+class _SqliteCommits:
+    """SQLite: fails the commit of the first firing pass started ahead, after it handed its
+    tasks out (``error``: the database seems locked, which the store's writer waits out
+    and runs the pass again; or a disk error, which reaches the timer loop)."""
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+        self.failed = 0
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        wait = StoreTx.wait_to_commit
+        commits = self
+
+        def failing(tx: StoreTx) -> None:
+            wait(tx)
+            if tx._commit_at is not None and tx._commit_at.handed_out and not commits.failed:
+                commits.failed += 1
+                raise sqlite3.OperationalError(commits.error)
+
+        monkeypatch.setattr(StoreTx, "wait_to_commit", failing)
+
+
+@pytest.mark.parametrize("error", ["database is locked", "disk I/O error"])
+async def test_sqlite_a_task_handed_out_before_a_failed_commit_is_dropped(
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    error: str,
+) -> None:
+    handed = _watch_hand_outs(monkeypatch)
+    commits = _SqliteCommits(error)
+    commits.install(monkeypatch)
+    with caplog.at_level(logging.INFO, logger="engine"):
+        _, types = await _run(f"sqlite:///{tmp_path / 'd.db'}", SleepsOnceMonotonic)
+    assert commits.failed == 1 and len(handed) == 1
+    dropped = [r for r in caplog.records if "workflow task dropped" in r.getMessage()]
+    assert len(dropped) == 1, [r.getMessage() for r in caplog.records]
+    # The timer fired once (the pass that committed), the run went on from the task that
+    # came through the queue, at once (no task timed out).
+    assert types.count("TimerFired") == 1, types
+    assert "WorkflowTaskTimedOut" not in types, types
+    assert types.count("WorkflowTaskCompleted") == 2, types
+    assert types[-1] == "WorkflowExecutionCompleted"
+
+
 async def test_the_workflow_code_runs_while_the_commit_travels(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     commits = _Commits(fail_first=False, delay=0.5)
     commits.install(monkeypatch)
-    ran_at, types = await _run(pg_url, commits)
+    ran_at, types = await _run(pg_url)
     assert commits.returned, "no firing pass started ahead"
     # The code after the sleep ran before the pass's COMMIT came back.
     assert ran_at < commits.returned[0], (ran_at, commits.returned)
@@ -153,7 +243,7 @@ async def test_a_task_handed_out_before_a_failed_commit_is_dropped(
     commits = _Commits(fail_first=True, delay=0.05)
     commits.install(monkeypatch)
     with caplog.at_level(logging.INFO, logger="engine"):
-        _, types = await _run(pg_url, commits)
+        _, types = await _run(pg_url)
     assert commits.failed == 1
     # The worker had the task and dropped it (and nothing went wrong in the timer loop).
     dropped = [r for r in caplog.records if "workflow task dropped" in r.getMessage()]
@@ -177,7 +267,7 @@ async def _run_losing(
     commits.install(monkeypatch)
     probed = _watch_probe(monkeypatch)
     with caplog.at_level(logging.INFO, logger="engine"):
-        ran_at, types = await _run(pg_url, commits)
+        ran_at, types = await _run(pg_url)
     assert commits.lost == 1
     return commits, probed, ran_at, types
 
@@ -239,7 +329,7 @@ async def test_no_local_activity_runs_for_a_task_whose_commit_failed(
     CALLS.clear()
     commits = _Commits(fail_first=True, delay=0.05)
     commits.install(monkeypatch)
-    result, types = await _run(pg_url, commits, SleepsThenNotes)
+    result, types = await _run(pg_url, SleepsThenNotes)
     assert commits.failed == 1
     assert result == "after the sleep"
     assert CALLS == ["after the sleep"], CALLS

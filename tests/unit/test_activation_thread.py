@@ -244,3 +244,51 @@ def test_warm_before_the_thread_starts_does_nothing() -> None:
     runner = ActivationThread(5.0)
     runner.warm()
     assert runner._thread is None
+
+
+async def test_a_job_not_before_a_time_starts_then_and_lets_ready_ones_go_first() -> None:
+    """A job handed over ahead of its time (a timer's workflow task, ``not_before``) does
+    not start before it, does not hold up jobs that may start now, and starts on time
+    with nothing else to wake the thread: the event loop is blocked meanwhile."""
+    runner = ActivationThread(5.0)
+    ran: list[tuple[str, float]] = []
+
+    def note(name: str) -> str:
+        ran.append((name, time.monotonic()))
+        return name
+
+    try:
+        await runner.run(note, "warm-up")  # the thread exists and waits for work
+        due = time.monotonic() + 0.2
+        later = asyncio.ensure_future(runner.run(note, "later", not_before=due))
+        much_later = asyncio.ensure_future(runner.run(note, "much later", not_before=due + 0.1))
+        now = asyncio.ensure_future(runner.run(note, "now"))
+        await asyncio.sleep(0)  # the three are queued
+        time.sleep(0.35)  # the loop blocks past both times: only the thread can start them
+        assert [name for name, _ in ran] == ["warm-up", "now", "later", "much later"]
+        at = dict(ran)
+        assert at["now"] < due <= at["later"] < due + 0.1 <= at["much later"]
+        assert [r for r, _ in await asyncio.gather(later, much_later, now)] == [
+            "later",
+            "much later",
+            "now",
+        ]
+    finally:
+        runner.stop()
+
+
+async def test_a_job_queued_meanwhile_wakes_a_thread_waiting_for_a_later_one() -> None:
+    """The thread waits for a job's time; a job that may start now, queued meanwhile, runs
+    at once (it wakes the thread), not when the waiting one's time comes."""
+    runner = ActivationThread(5.0)
+    try:
+        await runner.run(lambda: None)
+        waiting = asyncio.ensure_future(runner.run(time.monotonic, not_before=time.monotonic() + 5))
+        await asyncio.sleep(0.05)  # the thread is waiting for it
+        began = time.monotonic()
+        (ran_at, _) = await asyncio.wait_for(runner.run(time.monotonic), 2)
+        assert ran_at - began < 1.0
+        assert not waiting.done()
+        waiting.cancel()
+    finally:
+        runner.stop()
