@@ -11,6 +11,7 @@ from .._store.commit_at import CommitAt
 from .._store.gateway import Store
 from .._store.queries import AHEAD_KINDS
 from .._store.schema import ACT_STARTED, WFT_SCHEDULED
+from .._store.shared_time import now as tx_now
 from .._store.tx import Row, StoreTx
 from ..common import WorkflowExecutionStatus
 from ..converter import (
@@ -56,7 +57,7 @@ class ActivityOps:
         self, tx: StoreTx, namespace: str, task_queue: str, identity: str, limit: int
     ) -> list[ActivityTask]:
         """Claim up to ``limit`` ready activity attempts."""
-        return activities.claim(tx, namespace, task_queue, identity, self.clock.now(), limit)
+        return activities.claim(tx, namespace, task_queue, identity, tx_now(self.clock), limit)
 
     @operation(locks=_attempt_locks, inline=True)
     def complete_activity(
@@ -171,14 +172,14 @@ class ActivityOps:
         """Record a heartbeat; True when cancellation has been requested."""
         if details and sum(json_payload_size(p) for p in details) > MAX_PAYLOAD_BYTES:
             return self._heartbeat_too_large(tx, task.token)
-        return activities.heartbeat(tx, task.token, details, self.clock.now())
+        return activities.heartbeat(tx, task.token, details, tx_now(self.clock))
 
     def _heartbeat_too_large(self, tx: StoreTx, token: tuple[str, int, int]) -> bool:
         """Heartbeat details over the 2 MB limit: as Temporal's server does, the attempt
         fails at once with a non-retryable server failure, and the activity is told it is
         cancelled."""
         run_id, sched, attempt = token
-        rs = RunState.lock(tx, run_id, self.clock.now())
+        rs = RunState.lock(tx, run_id, tx_now(self.clock))
         act = tx.get_activity_task(run_id, sched)
         if rs is None or act is None or act.attempt != attempt or act.state != ACT_STARTED:
             raise ActivityNotFoundError(f"activity attempt {attempt} of event {sched} is gone")
@@ -232,14 +233,14 @@ class ActivityOps:
         token = (str(act.run_id), int(act.scheduled_event_id), int(act.attempt))
         if details and sum(json_payload_size(p) for p in details) > MAX_PAYLOAD_BYTES:
             return self._heartbeat_too_large(tx, token)
-        return activities.heartbeat(tx, token, details, self.clock.now())
+        return activities.heartbeat(tx, token, details, tx_now(self.clock))
 
     def _activity_by_ref(
         self, tx: StoreTx, ref: ActivityRef, request_id: str = ""
     ) -> tuple[RunState, Row] | None:
         """The run and the current attempt ``ref`` names, locked; None when ``request_id``
         was recorded on the run already (it is noted otherwise)."""
-        now = self.clock.now()
+        now = tx_now(self.clock)
         what = f"activity {ref.activity_id!r} of workflow {ref.workflow_id!r}" + (
             f" (run {ref.run_id})" if ref.run_id else ""
         )
@@ -279,7 +280,7 @@ class ActivityOps:
         return rs, act
 
     def _run_for_activity(self, tx: StoreTx, task: ActivityTask) -> RunState:
-        rs = RunState.lock(tx, task.run_id, self.clock.now(), task.token[1])
+        rs = RunState.lock(tx, task.run_id, tx_now(self.clock), task.token[1])
         if rs is None or not rs.is_open:
             raise ActivityNotFoundError(f"run {task.run_id} is closed")
         return rs
@@ -338,7 +339,7 @@ class ActivityOps:
     ) -> tuple[int, dict[str, WorkflowTask]]:
         started: dict[str, WorkflowTask] = {}
         # All due timers in one transaction: twenty timers due together fire together.
-        now = real = self.clock.now()
+        now = real = tx_now(self.clock)
         if at is not None and commit_at is not None:
             if commit_at.handed_out:
                 # Run again after a commit that failed: the tasks of that attempt were
@@ -403,7 +404,7 @@ class ActivityOps:
         # The first read takes the snapshot (PostgreSQL); the clock is read after it, so
         # a task committed before it, made ready at an earlier time, counts as ready.
         next_at = tx.next_timer_at()
-        now = self.clock.now()
+        now = tx_now(self.clock)
         if tx.work_in_progress(now):
             return False
         if next_at is None or next_at <= now:

@@ -23,6 +23,7 @@ from typing import Any
 from .._model.limits import check_namespace, check_text
 from .._store.gateway import Store
 from .._store.schema import DEFAULT_RETENTION_SECONDS
+from .._store.shared_time import now as tx_now
 from .._store.tx import StoreTx
 from ..exceptions import (
     InvalidArgumentError,
@@ -184,7 +185,7 @@ class NamespaceOps:
         created = tx.insert_namespace(
             name,
             retention,
-            self.clock.now(),
+            tx_now(self.clock),
             description=check_text(description, "description"),
             owner_email=check_text(owner_email, "owner_email"),
             data=_check_data(data),
@@ -200,7 +201,7 @@ class NamespaceOps:
         ``--namespace`` does)."""
         check_namespace(name)
         if tx.get_namespace(name) is None:
-            tx.insert_namespace(name, DEFAULT_RETENTION_SECONDS, self.clock.now())
+            tx.insert_namespace(name, DEFAULT_RETENTION_SECONDS, tx_now(self.clock))
 
     @operation(read=True)
     def describe_namespace(self, tx: StoreTx, name: str, namespace_id: str = "") -> NamespaceRecord:
@@ -263,7 +264,7 @@ class NamespaceOps:
             row.description if description is None else check_text(description, "description"),
             row.owner_email if owner_email is None else check_text(owner_email, "owner_email"),
             _check_data(merged),
-            self.clock.now(),
+            tx_now(self.clock),
         )
         return _record(tx.get_namespace(row.name))
 
@@ -274,7 +275,7 @@ class NamespaceOps:
         """Closed runs that have been closed for longer than their namespace's retention,
         oldest first: at most ``limit``, and no more than ``max_events`` events of history
         in all (but at least one run). Open runs are never picked, however old."""
-        now = self.clock.now()
+        now = tx_now(self.clock)
         found: list[str] = []
         events = 0
         after = ""

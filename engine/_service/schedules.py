@@ -38,6 +38,7 @@ from .._json import loads as json_loads
 from .._model import schedules as M
 from .._store.gateway import Store
 from .._store.schedules import ACTION_FIELDS, SCHEDULE_TIMER
+from .._store.shared_time import now as tx_now
 from .._store.tx import StoreTx
 from ..exceptions import InvalidArgumentError, StoreUnavailableError
 from .clock import Clock
@@ -105,7 +106,7 @@ class ScheduleOps:
             if request_id and request_id in json_loads(existing.info).get("requests", ()):
                 return  # this very request again, after an ambiguous commit
             raise M.ScheduleAlreadyRunningError(schedule_id)
-        now = self.clock.now()
+        now = tx_now(self.clock)
         info = _new_info(now)
         if request_id:
             info["requests"] = [request_id]
@@ -134,7 +135,7 @@ class ScheduleOps:
         row = tx.get_schedule(namespace, schedule_id, lock=True)
         if row is None:
             raise M.ScheduleNotFoundError(schedule_id, namespace)
-        return _Pass(self, tx, row, self.clock.now())
+        return _Pass(self, tx, row, tx_now(self.clock))
 
     @operation
     def patch_schedule(
@@ -217,7 +218,7 @@ class ScheduleOps:
         row = tx.get_schedule(namespace, schedule_id)
         if row is None:
             raise M.ScheduleNotFoundError(schedule_id, namespace)
-        return _record(row, tx, now=self.clock.now())
+        return _record(row, tx, now=tx_now(self.clock))
 
     @operation(read=True)
     def list_schedules_page(
@@ -227,7 +228,7 @@ class ScheduleOps:
         search attributes registered in the namespace (what a filter may name)."""
         self.require_namespace(tx, namespace)  # type: ignore[attr-defined]
         records = [
-            _record(row, future=M.LISTED_FUTURE_ACTION_COUNT, now=self.clock.now())
+            _record(row, future=M.LISTED_FUTURE_ACTION_COUNT, now=tx_now(self.clock))
             for row in tx.list_schedules(namespace, after, limit)
         ]
         return records, [r.name for r in tx.search_attributes(namespace)]
@@ -254,7 +255,7 @@ class ScheduleOps:
     @operation(read=True)
     def due_schedule_timers(self, tx: StoreTx, limit: int = 100) -> list[tuple[int, str]]:
         """(timer id, schedule key) of the schedule timers due now."""
-        return tx.due_schedule_timers(self.clock.now(), limit)
+        return tx.due_schedule_timers(tx_now(self.clock), limit)
 
     @operation
     def fire_schedule(self, tx: StoreTx, timer_id: int, key: str) -> bool:
@@ -263,7 +264,7 @@ class ScheduleOps:
         row = tx.lock_schedule_by_key(key, timer=timer_id)
         if tx.take_timer(timer_id) is None or row is None:
             return False
-        p = _Pass(self, tx, row, self.clock.now())
+        p = _Pass(self, tx, row, tx_now(self.clock))
         p.run()
         p.save()
         return True
@@ -275,7 +276,7 @@ class ScheduleOps:
             tx.delete_schedule_timers(key)
             return
         tx.delete_schedule_timers(key)
-        add_timer(tx, self.clock.now(), key, SCHEDULE_TIMER, 0, 1, until, None)
+        add_timer(tx, tx_now(self.clock), key, SCHEDULE_TIMER, 0, 1, until, None)
 
     async def fire_due_schedules(self, limit: int = 100) -> int:
         """A pass of every schedule due now, each in its own transaction; returns how many

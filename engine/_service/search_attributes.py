@@ -23,6 +23,7 @@ from .._json import loads as json_loads
 from .._model import commands as cmd
 from .._model.limits import check_id, check_text
 from .._store.gateway import Store
+from .._store.shared_time import now as tx_now
 from .._store.tx import StoreTx
 from ..common import SearchAttributeIndexedValueType as T
 from ..exceptions import InvalidArgumentError
@@ -112,7 +113,7 @@ class SearchAttributeOps:
                     "Unable to create search attributes: cannot have more than "
                     f"{len(COLUMNS[kind])} search attribute of type {type_name(kind)}."
                 )
-            tx.add_search_attribute(namespace, name, int(kind), free[0], self.clock.now())
+            tx.add_search_attribute(namespace, name, int(kind), free[0], tx_now(self.clock))
             taken.add(free[0])
             added.append(name)
         return added

@@ -25,6 +25,7 @@ from .._model.events import HistoryEvent
 from .._store.ahead import LatestRun
 from .._store.gateway import Store
 from .._store.schema import DEFAULT_RETENTION_SECONDS, WFT_STARTED
+from .._store.shared_time import now as tx_now
 from .._store.tx import Row, StoreTx
 from ..common import (
     SearchAttributeIndexedValueType,
@@ -122,7 +123,7 @@ class Service(
         run_id: str | None = None,
         eager: Reservation | None = None,
     ) -> StartWorkflowResult:
-        now = self.clock.now()
+        now = tx_now(self.clock)
         self.require_namespace(tx, req.namespace)
         latest = tx.find_latest_run(req.namespace, req.workflow_id, lock=True)
         if (
@@ -366,7 +367,7 @@ class Service(
         if row.status != S.RUNNING:
             return
         self._check_chain(tx, row, first_execution_run_id)
-        rs = RunState(tx, row, self.clock.now())
+        rs = RunState(tx, row, tx_now(self.clock))
         attrs: JsonDict = {"identity": identity}
         if reason:
             attrs["cause"] = reason
@@ -445,7 +446,7 @@ class Service(
         has already been recorded on the run (run again after an ambiguous commit); else
         the request is noted on it."""
         row = self._target_run(tx, namespace, workflow_id, run_id)
-        now = self.clock.now()
+        now = tx_now(self.clock)
         if request_id and not tx.claim_request(row.run_id, request_id, now):
             return None
         self._check_chain(tx, row, first_execution_run_id)
@@ -578,7 +579,7 @@ class Service(
             run_id=row.run_id,
             query_type=query_type,
             args=json.dumps(args),
-            created_at=self.clock.now(),
+            created_at=tx_now(self.clock),
         )
         tx.wake(wft_channel(namespace, row.task_queue))
         return query_id, str(row.task_queue)

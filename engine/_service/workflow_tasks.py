@@ -23,6 +23,7 @@ from .._store.schema import (
     WFT_SCHEDULED,
     WFT_STARTED,
 )
+from .._store.shared_time import now as tx_now
 from .._store.tx import Row, StoreTx, column
 from ..common import (
     RetryPolicy,
@@ -128,7 +129,7 @@ class WorkflowTaskOps(ChildOps):
         """Claim up to ``limit`` ready workflow tasks (and pending queries). ``cached``
         maps run id → the next event id a worker already holds, so only the new events
         are read."""
-        now = self.clock.now()
+        now = tx_now(self.clock)
         tasks: list[WorkflowTask | QueryTask] = []
         for q in tx.take_queries(namespace, task_queue, 16):
             run = tx.get_execution(q.run_id)
@@ -388,7 +389,7 @@ class WorkflowTaskOps(ChildOps):
         )
 
     def _current_wft(self, tx: StoreTx, task: WorkflowTask) -> tuple[RunState, Row]:
-        rs = RunState.lock(tx, task.run_id, self.clock.now())
+        rs = RunState.lock(tx, task.run_id, tx_now(self.clock))
         if rs is None or not rs.is_open:
             raise TaskNotFoundError(f"run {task.run_id} is closed")
         wft = rs.workflow_task()
@@ -758,7 +759,7 @@ class WorkflowTaskOps(ChildOps):
     @operation
     def retry_workflow_tasks_now(self, tx: StoreTx, namespace: str, workflow_type: str) -> int:
         """Make backed-off workflow tasks of a type runnable at once (after a code fix)."""
-        queues = tx.expedite_workflow_tasks(namespace, workflow_type, self.clock.now())
+        queues = tx.expedite_workflow_tasks(namespace, workflow_type, tx_now(self.clock))
         for queue in queues:
             tx.wake(wft_channel(namespace, queue))
         return len(queues)

@@ -55,6 +55,7 @@ from .ahead import lock_hint, wanted_by
 from .delivery import WARM, Job, Warm, announce, deliver, deliver_all
 from .dialects import NOTIFY_CHANNEL
 from .outage import LOST, classify, is_database_error
+from .shared_time import one_time
 from .tx import StoreTx, _RunsAlone
 
 if TYPE_CHECKING:
@@ -316,18 +317,19 @@ class PgWriters:
                 runs = wanted_by(((fn, args) for fn, args, _, _, _ in batch), latest)
                 tx.lock_ahead(runs, latest)
                 ahead = False
-                for fn, args, _, _, _ in batch:
-                    tx = StoreTx(conn, postgres=True, pending_events=pending, follows=tx)
-                    try:
-                        outcomes.append((_OK, fn(tx, *args)))
-                    except Exception as err:
-                        if is_database_error(err) or not tx.withdraw():
-                            raise
-                        outcomes.append(
-                            (_ALONE, None) if isinstance(err, _RunsAlone) else (_RAISED, err)
-                        )
-                        continue
-                    txs.append(tx)
+                with one_time():  # the batch's changes read one time (see shared_time)
+                    for fn, args, _, _, _ in batch:
+                        tx = StoreTx(conn, postgres=True, pending_events=pending, follows=tx)
+                        try:
+                            outcomes.append((_OK, fn(tx, *args)))
+                        except Exception as err:
+                            if is_database_error(err) or not tx.withdraw():
+                                raise
+                            outcomes.append(
+                                (_ALONE, None) if isinstance(err, _RunsAlone) else (_RAISED, err)
+                            )
+                            continue
+                        txs.append(tx)
                 tx.write_pending_events()
                 tx.limit_lock_waits(0)  # the commit's wait for the NOTIFY lock is no deadlock
                 channels = set().union(*(t.wakeups for t in txs))

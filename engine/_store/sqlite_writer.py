@@ -64,6 +64,7 @@ from ..exceptions import StoreError
 from .ahead import RunLock, lock_hint
 from .delivery import WARM, Job, Warm, deliver, deliver_all, run_effects
 from .outage import Waiting, classify
+from .shared_time import one_time
 from .tx import StoreTx
 
 if TYPE_CHECKING:
@@ -352,7 +353,7 @@ class SqliteWriter:
             # what is pending, so each change sees what the ones before it wrote).
             pending: list[dict[str, Any]] = []
             try:
-                with _immediate(conn):
+                with _immediate(conn), one_time():
                     txs = []
                     for fn, args, _, _, _ in batch:
                         # One StoreTx each: a change may withdraw its own wake-ups (an

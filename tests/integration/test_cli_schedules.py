@@ -278,13 +278,18 @@ async def test_describe_shows_skipped_actions_with_their_reason(
             code, out, err = await arun_cli(capsys, *_create(db_url, "--interval", "1m"))
             assert code == 0, err
             await env.sleep(4 * 60)
-            code, out, err = await arun_cli(
-                capsys, "schedule", "describe", "--db", db_url, "-s", "nightly"
-            )
-            assert code == 0, err
-            code, js, err = await arun_cli(
-                capsys, "schedule", "describe", "--db", db_url, "-s", "nightly", "-o", "json"
-            )
+            # The text and the JSON of one state: the schedule's last passes may still be
+            # committing as the sleep returns (the text is read between two equal JSONs).
+            describe = ("schedule", "describe", "--db", db_url, "-s", "nightly")
+            code, js, err = await arun_cli(capsys, *describe, "-o", "json")
+            for _ in range(20):
+                assert code == 0, err
+                code, out, err = await arun_cli(capsys, *describe)
+                assert code == 0, err
+                before, (code, js, err) = js, await arun_cli(capsys, *describe, "-o", "json")
+                if js == before:
+                    break
+                await asyncio.sleep(0.1)
             assert code == 0, err
     doc = json.loads(js)
     outcomes = [e["outcome"] for e in doc["action_log"]]
