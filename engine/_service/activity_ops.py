@@ -11,6 +11,7 @@ from .._store.commit_at import CommitAt
 from .._store.gateway import Store
 from .._store.queries import AHEAD_KINDS
 from .._store.schema import ACT_STARTED, WFT_SCHEDULED
+from .._store.shared_time import not_before as time_not_before
 from .._store.shared_time import now as tx_now
 from .._store.tx import Row, StoreTx
 from ..common import WorkflowExecutionStatus
@@ -350,6 +351,7 @@ class ActivityOps:
             if at > now:
                 tx.commit_not_before(commit_at)
                 now = at
+                time_not_before(at)  # changes batched after it commit at ``at`` too
         # Read together (one round trip on PostgreSQL, with the expected runs' locks).
         # The deadlines' handlers check each task again under its run's lock, so a timer
         # fired below that ended one of them first leaves nothing for its handler to do.

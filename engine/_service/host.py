@@ -296,7 +296,8 @@ class ServiceHost:
                     wait = min(service.clock.real_delay(at), 2 * PREFIRE_MAX)
                     commit_at = CommitAt(began + wait)
                     # (Whatever happens here, a pass that handed tasks out tells their
-                    # workers what its commit came to: the store's thread does.)
+                    # workers what its commit came to: the store's thread does, or the
+                    # pass's next attempt, or the handler below for a failure raised here.)
                     committing = self._hand_out_early(commit_at, reservations)
                     try:
                         fired, started = await service.fire_timers_at(
@@ -358,8 +359,11 @@ class ServiceHost:
             return None
         loop = asyncio.get_running_loop()
         committing = Committing(self.service.store, loop)
+        #: The id of the transaction whose tasks were handed out (a later attempt's
+        #: overwrites ``commit_at.xid``).
+        handed_xid: list[str | None] = [None]
         if self.service.store.postgres:
-            committing.probe = lambda: self._committed(commit_at)
+            committing.probe = lambda: self._committed(handed_xid[0])
 
         def hand_out(started: dict[str, WorkflowTask]) -> None:  # on the loop
             for run_id, task in started.items():
@@ -370,6 +374,7 @@ class ServiceHost:
                     reservation.settle(task)
 
         def on_due() -> None:  # on the store's thread: what this attempt started
+            handed_xid[0] = commit_at.xid
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
                 loop.call_soon_threadsafe(hand_out, commit_at.payload or {})
 
@@ -380,16 +385,16 @@ class ServiceHost:
         commit_at.on_due, commit_at.on_done = on_due, on_done
         return committing
 
-    async def _committed(self, commit_at: CommitAt) -> bool:
-        """Whether the transaction of ``commit_at`` committed, after its ``COMMIT``'s answer
-        was lost: PostgreSQL's own word on its transaction id (``pg_xact_status``), read once
-        the database answers again, and again while the transaction is still in progress
-        (for at most :data:`PROBE_PATIENCE`)."""
-        if commit_at.xid is None:
+    async def _committed(self, xid: str | None) -> bool:
+        """Whether the transaction ``xid`` (a firing pass's) committed, after its
+        ``COMMIT``'s answer was lost: PostgreSQL's own word on it (``pg_xact_status``), read
+        once the database answers again, and again while the transaction is still in
+        progress (for at most :data:`PROBE_PATIENCE`)."""
+        if xid is None:
             return False
         give_up = time.monotonic() + PROBE_PATIENCE
         while True:
-            status = await self.service.store.read(StoreTx.transaction_status, commit_at.xid)
+            status = await self.service.store.read(StoreTx.transaction_status, xid)
             if status != "in progress" or time.monotonic() > give_up:
                 return status == "committed"
             await asyncio.sleep(0.05)

@@ -96,8 +96,9 @@ class WorkflowTask:
     started_time: float
     #: Update requests to deliver in this task: {update_id, name, args, identity}.
     updates: list[JsonDict] = field(default_factory=list)
-    #: PostgreSQL: the transaction that started this task, held open for its completion
-    #: (``engine._store.held.HeldTransaction``), or None.
+    #: The transaction that started this task, if it was not committed when the task was
+    #: handed out: held open for its completion (PostgreSQL,
+    #: ``engine._store.held.HeldTransaction``) or committing (``Committing``); else None.
     held: Any = field(default=None, repr=False, compare=False)
     #: ``time.monotonic()`` before which the worker does not run the task's workflow code:
     #: the timer loop hands out the tasks a firing pass started a little before the

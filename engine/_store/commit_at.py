@@ -26,6 +26,8 @@ class CommitAt:
     #: while it waits and commits (the timer loop's workflow tasks,
     #: ``engine._store.held.Committing``). ``committed`` is None when a PostgreSQL
     #: connection was lost with the ``COMMIT`` sent: the server may have committed or not.
+    #: On SQLite a failed commit is told by the transaction function's next attempt
+    #: (``handed_out`` set), or else by the caller, to whom the failure is raised.
     on_due: Callable[[], None] | None = None
     on_done: Callable[[bool | None], None] | None = None
     #: Set (on the store's thread) just before ``on_due`` is called: a transaction function

@@ -282,9 +282,9 @@ class _ConnectionGone(Exception):
 
 
 class Committing:
-    """PostgreSQL: the transaction that started a workflow task is committing, and the task
-    was handed to its worker before the commit came back (the timer loop does so, with the
-    tasks its firing pass started: ``engine._service.host``). As with a held transaction,
+    """The transaction that started a workflow task is committing, and the task was handed
+    to its worker before the commit came back (the timer loop does so, on both backends,
+    with the tasks its firing pass started: ``engine._service.host``). As with a held transaction,
     the worker runs the workflow code meanwhile; everything it sends about the task waits
     for the commit first, and if the commit failed the task never existed: the worker
     drops it (:class:`_TaskRolledBack`) and forgets the run. Used from the event loop.

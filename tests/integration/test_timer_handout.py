@@ -110,8 +110,8 @@ def _watch_probe(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     answers: list[bool] = []
     probe = host.ServiceHost._committed
 
-    async def watched(self: host.ServiceHost, commit_at: Any) -> bool:
-        answer = await probe(self, commit_at)
+    async def watched(self: host.ServiceHost, xid: Any) -> bool:
+        answer = await probe(self, xid)
         answers.append(answer)
         return answer
 

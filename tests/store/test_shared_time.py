@@ -10,10 +10,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine import Client
 from engine._service.clock import Clock
 from engine._store.gateway import Store
-from engine._store.shared_time import now, one_time
+from engine._store.shared_time import not_before, now, one_time
 from engine._store.tx import StoreTx
+
+from .test_operations_pure import NS
+from .test_timer_lookahead import _with_timers
+from .test_timer_prefire import _queued, hold_writer
 
 
 class Ticking(Clock):
@@ -42,7 +47,17 @@ def test_one_time_keeps_its_first_reading_on_its_own_thread_only() -> None:
         assert elsewhere[0] > first  # another thread reads the clock itself
     assert now(clock) > first
     with one_time():  # a new block reads anew
-        assert now(clock) > first
+        second = now(clock)
+        assert second > first
+        with one_time():  # a block inside another reads anew, and the outer one goes on
+            assert now(clock) > second
+        assert now(clock) == second
+        not_before(second + 100)  # a pass committing later moves the block's time to it
+        assert now(clock) == second + 100
+        not_before(second)  # never back
+        assert now(clock) == second + 100
+    not_before(0.0)  # outside a block: nothing to move
+    assert now(clock) < second + 100
 
 
 def _reads(
@@ -97,3 +112,36 @@ async def test_postgres_a_batch_reads_one_time(pg_url: str) -> None:
         assert len(times) == 4 and len(set(times)) == 1, outcomes
     finally:
         store.close()
+
+
+async def test_sqlite_signals_to_three_runs_in_one_batch_carry_one_time(tmp_path: Path) -> None:
+    """The service's changes read the batch's time: three signals committed together are
+    recorded at one time; one sent alone afterwards at its own."""
+    clock = Ticking()
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    async with await Client.connect(url, namespace=NS, clock=clock) as client:
+        svc = client.service
+        for wid in ("wf-1", "wf-2", "wf-3"):
+            await _with_timers(svc, wid, "t")
+        gate, holding = await hold_writer(client.store, 3)
+        signal = [{"data": "Mg=="}]
+        sent = [
+            asyncio.ensure_future(svc.signal_workflow(NS, wid, None, "s", signal, "me"))
+            for wid in ("wf-1", "wf-2", "wf-3")
+        ]
+        await _queued(client.store, 4)
+        gate.set()
+        await asyncio.gather(holding, *sent)
+        await svc.signal_workflow(NS, "wf-1", None, "s", signal, "me")
+
+        async def signaled(wid: str) -> list[float]:
+            handle = client.get_workflow_handle(wid)
+            return [
+                e.event_time
+                async for e in handle.fetch_history_events()
+                if e.event_type == "WorkflowExecutionSignaled"
+            ]
+
+        one, two, three = [await signaled(w) for w in ("wf-1", "wf-2", "wf-3")]
+        assert len(one) == 2 and one[0] == two[0] == three[0], (one, two, three)
+        assert one[1] > one[0]

@@ -8,6 +8,8 @@ changes."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 import time
 from typing import Any
 
@@ -410,3 +412,79 @@ async def test_two_hosts_starting_ahead_fire_each_timer_once(db_url: str) -> Non
                 assert await _fired_at(first, f"wf-{i}") == at
     finally:
         other.close()
+
+
+async def hold_writer(store: Store, queued: int) -> tuple[threading.Event, Any]:
+    """Occupy the SQLite writer thread with a change that waits for the returned gate; the
+    caller then submits ``queued`` changes and this waits until all are queued (they run
+    as one batch once the gate opens). Returns the gate and the waiting change."""
+    gate, began = threading.Event(), threading.Event()
+
+    def wait(tx: StoreTx) -> None:
+        began.set()
+        gate.wait(10)
+
+    holding = asyncio.ensure_future(store.transaction(wait))
+    assert await asyncio.to_thread(began.wait, 10)
+    return gate, holding
+
+
+async def _queued(store: Store, n: int) -> None:
+    """Wait until ``n`` changes wait for the SQLite writer (the one it runs included)."""
+    writer = store._writer
+    assert writer is not None
+    for _ in range(1000):
+        if writer._waiting >= n:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"only {writer._waiting} changes queued")
+
+
+@pytest.mark.parametrize("fail", [False, True])
+async def test_sqlite_a_pass_batched_with_other_changes_tells_what_its_commit_came_to(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, fail: bool
+) -> None:
+    """A pass started ahead and batched with other changes hands its work out before the
+    due time, then tells whether the batch committed (an after-commit effect); if the
+    batch's commit failed, the pass's next attempt (the batch runs again one by one) tells
+    that the first did not commit. The changes batched after the pass carry its due time
+    (they commit with it): the run's event times never go back."""
+    clock = MonotonicClock()
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    async with await Client.connect(url, namespace=NS, clock=clock) as client:
+        svc = client.service
+        expected, at, commit_at = await _one_timer(svc, clock, 0.3)
+        told: list[Any] = []
+        commit_at.on_due = lambda: told.append("due")
+        commit_at.on_done = lambda committed: told.append(("done", committed))
+        if fail:
+            wait = StoreTx.wait_to_commit
+
+            def failing(tx: StoreTx) -> None:
+                wait(tx)
+                if tx._commit_at is not None and len(told) == 1:
+                    told.append("failed")
+                    raise sqlite3.OperationalError("disk I/O error (injected)")
+
+            monkeypatch.setattr(StoreTx, "wait_to_commit", failing)
+        gate, holding = await hold_writer(client.store, 3)
+        signal = [{"data": "Mg=="}]
+        first = asyncio.ensure_future(svc.signal_workflow(NS, "wf-1", None, "a", signal, "me"))
+        firing = asyncio.ensure_future(svc.fire_timers_at(at, commit_at, {}, expected))
+        last = asyncio.ensure_future(svc.signal_workflow(NS, "wf-1", None, "b", signal, "me"))
+        await _queued(client.store, 4)
+        gate.set()
+        await asyncio.gather(holding, first, firing, last)
+        if fail:
+            assert told == ["due", "failed", ("done", False)], told
+        else:
+            assert told == ["due", ("done", True)], told
+        handle = client.get_workflow_handle("wf-1")
+        events = [e async for e in handle.fetch_history_events()]
+        kinds = [e.event_type for e in events]
+        assert kinds.count("TimerFired") == 1, kinds
+        fired = kinds.index("TimerFired")
+        assert "WorkflowExecutionSignaled" in kinds[:fired], kinds  # the change before it
+        assert "WorkflowExecutionSignaled" in kinds[fired:], kinds  # and the one after it
+        times = [e.event_time for e in events]
+        assert times == sorted(times), list(zip(kinds, times, strict=True))
