@@ -15,13 +15,16 @@ the two reads, from the timestamps the run's history holds:
   this is how long each waited for the others, and its commit falls in ``run``);
 - ``dispatch``: from ``TimerFired`` to the next ``WorkflowTaskStarted`` (the task reaching a
   worker: handed over in the same transaction, or through a poll);
-- ``run``: from ``WorkflowTaskStarted`` to the read after the sleep (the firing transaction's
-  commit, the worker's activation queue and thread, replaying nothing).
+- ``run``: from ``WorkflowTaskStarted`` to the read after the sleep (the activation thread
+  starting the code at the due time, the task having reached the worker before it while
+  the pass waited to commit; the jobs of the pass's other tasks queued before it;
+  replaying nothing).
 
 Each stage is the median (and max) over the timers of a batch of ``--n`` concurrent
 workflows, then the median over ``--reps`` batches; ``--n 1`` is the lone timer.
 Timestamps of history events are the engine's clock at the start of the writing
-transaction, so the stages add up to the total.
+transaction (for a batch of changes committed together, the clock as its first change
+read it: ``engine/_store/shared_time.py``), so the stages add up to the total.
 """
 
 from __future__ import annotations
