@@ -25,12 +25,7 @@ from .._store.schema import (
 )
 from .._store.shared_time import now as tx_now
 from .._store.tx import Row, StoreTx, column
-from ..common import (
-    RetryPolicy,
-    WorkflowExecutionStatus,
-    duration_from_json,
-    duration_to_json,
-)
+from ..common import RetryPolicy, WorkflowExecutionStatus, duration_from_json, duration_to_json
 from ..exceptions import InvalidArgumentError
 from . import activities
 from .children import ChildOps, signal_external
