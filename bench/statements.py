@@ -7,7 +7,7 @@ Counts do not depend on the machine's speed, so unlike timings they compare acro
 and machines (a count that grows with load, e.g. polls, shows here too). Statements are
 counted at the driver (``psycopg.Cursor.execute``, which the store's SQL goes through)
 and, for statements the store sends together as one query (``StoreTx._sent_together``),
-each one as the store writes it (``engine._store.set_writes.bound``), round trips as the
+each one as the store writes it (``engine._store.literals.bound``), round trips as the
 waits for the server psycopg makes (one per query; one per pipeline block; one for
 psycopg's ``BEGIN``, which it waits for even in a pipeline; one per ``COMMIT`` outside one),
 transactions at the store (each also sends ``BEGIN`` and ``COMMIT``, not counted as

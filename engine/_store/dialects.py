@@ -109,6 +109,7 @@ def create_engine(url: URL, *, fsync: bool) -> sa.Engine:
             "driver, which is not installed: pip install 'durable-notebook[postgres]' "
             "(or pip install 'psycopg[binary]')"
         ) from err
+    url, connect_args = _prepare_threshold(url)
     engine = sa.create_engine(
         url,
         pool_size=8,
@@ -118,7 +119,7 @@ def create_engine(url: URL, *, fsync: bool) -> sa.Engine:
         pool_use_lifo=True,
         pool_recycle=3600,
         isolation_level="READ COMMITTED",
-        connect_args=PG_CONNECT_ARGS,
+        connect_args=connect_args,
     )
 
     @sa.event.listens_for(engine, "checkin")
@@ -150,6 +151,30 @@ PG_CONNECT_ARGS: dict[str, Any] = {
     "keepalives_count": 3,
     "tcp_user_timeout": 15_000,
 }
+
+
+def _prepare_threshold(url: URL) -> tuple[URL, dict[str, Any]]:
+    """The URL without psycopg's ``prepare_threshold`` (not a libpq setting), and the
+    connection arguments with it: ``?prepare_threshold=none`` turns prepared statements
+    off, psycopg's and the store's (``engine._store.literals.Prepared``), as a pooler in
+    transaction mode (PgBouncer's) needs; a number is how many times psycopg runs a
+    statement before preparing it."""
+    args = dict(PG_CONNECT_ARGS)
+    raw = url.query.get("prepare_threshold")
+    if raw is None:
+        return url, args
+    text = raw if isinstance(raw, str) else raw[-1]
+    if text.strip().lower() in ("none", "off", ""):
+        args["prepare_threshold"] = None
+    elif text.strip().isdigit():
+        args["prepare_threshold"] = int(text)
+    else:
+        raise DatabaseURLError(
+            f"prepare_threshold={text!r} in the database URL is not a number of times or "
+            "'none': use ?prepare_threshold=none to turn prepared statements off (behind "
+            "PgBouncer in transaction mode), or a count such as ?prepare_threshold=5"
+        )
+    return url.difference_update_query(["prepare_threshold"]), args
 
 
 def _sqlite_engine(url: URL, *, fsync: bool) -> sa.Engine:

@@ -144,9 +144,19 @@ def classify(err: BaseException) -> str | None:
         return LOST
     if isinstance(err, psycopg.InterfaceError) and "closed" in str(err).lower():
         return LOST  # a statement on a connection the driver already knows is gone
-    if invalidated:
+    if invalidated or _prepared_gone(code, str(err)):
         return LOST
     return None
+
+
+def _prepared_gone(code: str | None, text: str) -> bool:
+    """The session no longer has a statement the store prepared on it
+    (``engine._store.literals.Prepared``), or one of them no longer fits its tables (a
+    migration changed a column it reads): the connection is dropped, and the transaction
+    runs again on a new one, which prepares afresh."""
+    if code == "26000":  # invalid_sql_statement_name
+        return '"dn_p' in text
+    return code == "0A000" and "cached plan must not change result type" in text
 
 
 class Outage:

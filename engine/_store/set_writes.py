@@ -247,30 +247,6 @@ def set_statements(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return out
 
 
-@cache
-def _float8_literal() -> type:
-    from psycopg.types.numeric import FloatDumper
-
-    class Float8Literal(FloatDumper):
-        """A float written in as ``...::float8``: typed as psycopg types it when it sends
-        the value apart (a bare ``0.5`` would be NUMERIC, and ``:a + :b`` a Decimal)."""
-
-        def quote(self, obj: Any) -> bytes:
-            return bytes(super().quote(obj)) + b"::float8"
-
-    return Float8Literal
-
-
-def client_cursor(driver: Any, row_factory: Any) -> Any:
-    """A psycopg ``ClientCursor`` on ``driver`` for statements written by :func:`bound`
-    (its floats typed float8, as bound apart)."""
-    from psycopg import ClientCursor
-
-    cur = ClientCursor(driver, row_factory=row_factory)
-    cur.adapters.register_dumper(float, _float8_literal())
-    return cur
-
-
 #: How a PostgreSQL ``StoreTx`` opens its transaction: as the first statement of the first
 #: query it sends (see :func:`own_begin`). A read sees one snapshot and may not write.
 BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
@@ -309,15 +285,6 @@ def in_transaction(cur: Any) -> bool:
     from psycopg.pq import TransactionStatus
 
     return bool(cur.connection.info.transaction_status != TransactionStatus.IDLE)
-
-
-def bound(cur: Any, sql: str, params: Any) -> list[str]:
-    """``sql`` with ``params`` written in as literals by psycopg's own quoting
-    (``ClientCursor.mogrify``), one statement per parameter set: statements to send
-    together as one query (``StoreTx._sent_together``)."""
-    if isinstance(params, list):
-        return [cur.mogrify(sql, p) for p in params]
-    return [cur.mogrify(sql, params or {})]
 
 
 def _emit(groups: list[_Group], out: list[tuple[str, Any]]) -> None:

@@ -21,6 +21,7 @@ from .activity_tasks import ActivityQueries
 from .ahead import Ahead, AheadQueries, usable
 from .closes import CloseQueries
 from .commit_at import CommitAt, wait_for
+from .literals import bound, client_cursor
 from .messages import MessageQueries
 from .namespaces import NamespaceQueries
 from .outage import LOST, classify, is_database_error
@@ -65,7 +66,7 @@ from .rows import SqliteRow, _Cursor
 from .rows import column as column
 from .schedules import ScheduleQueries
 from .schema import EXEC_RUNNING, WFT_SCHEDULED
-from .set_writes import begin_sql, bound, client_cursor, in_transaction, own_begin, set_statements
+from .set_writes import begin_sql, in_transaction, own_begin, set_statements
 from .timers import TimerQueries
 from .visibility import VisibilityQueries
 
@@ -195,12 +196,10 @@ class StoreTx(
             # its cursor (a new psycopg cursor copies the connection's adapters).
             self._cursor = follows._cursor
         elif postgres:
-            from psycopg.rows import namedtuple_row
-
             # Parameters are bound on this side, and the BEGIN sent with the first query
             # (see :meth:`_sent_together`).
             own_begin(driver)
-            self._cursor = client_cursor(driver, namedtuple_row)
+            self._cursor = client_cursor(driver)
             if not read_only:
                 self._deferred = []
         else:
