@@ -16,6 +16,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 from ..exceptions import DatabaseURLError
+from .literals import PREPARE_AFTER, track
 
 log = logging.getLogger("engine.store")
 
@@ -109,7 +110,7 @@ def create_engine(url: URL, *, fsync: bool) -> sa.Engine:
             "driver, which is not installed: pip install 'durable-notebook[postgres]' "
             "(or pip install 'psycopg[binary]')"
         ) from err
-    url, connect_args = _prepare_threshold(url)
+    url, connect_args, prepare_after = _prepare_threshold(url)
     engine = sa.create_engine(
         url,
         pool_size=8,
@@ -121,6 +122,12 @@ def create_engine(url: URL, *, fsync: bool) -> sa.Engine:
         isolation_level="READ COMMITTED",
         connect_args=connect_args,
     )
+
+    if prepare_after is not None:
+
+        @sa.event.listens_for(engine, "connect")
+        def _prepare_here(driver: Any, record: Any) -> None:
+            track(driver, prepare_after)
 
     @sa.event.listens_for(engine, "checkin")
     def _out_of_autocommit(driver: Any, record: Any) -> None:
@@ -153,28 +160,31 @@ PG_CONNECT_ARGS: dict[str, Any] = {
 }
 
 
-def _prepare_threshold(url: URL) -> tuple[URL, dict[str, Any]]:
-    """The URL without psycopg's ``prepare_threshold`` (not a libpq setting), and the
-    connection arguments with it: ``?prepare_threshold=none`` turns prepared statements
-    off, psycopg's and the store's (``engine._store.literals.Prepared``), as a pooler in
-    transaction mode (PgBouncer's) needs; a number is how many times psycopg runs a
-    statement before preparing it."""
-    args = dict(PG_CONNECT_ARGS)
+def _prepare_threshold(url: URL) -> tuple[URL, dict[str, Any], int | None]:
+    """The URL without ``prepare_threshold`` (not a libpq setting), the connection
+    arguments, and after how many writes the store prepares a statement (None: never).
+
+    ``?prepare_threshold=none`` turns the store's prepared statements off, as a pooler in
+    transaction mode (PgBouncer's) needs; a number is how many times a statement is
+    written before it is prepared (5 when not given: psycopg's default). psycopg's own
+    preparing is off on every connection of the engine
+    (``engine._store.literals.track`` says why)."""
+    args = {**PG_CONNECT_ARGS, "prepare_threshold": None}
     raw = url.query.get("prepare_threshold")
     if raw is None:
-        return url, args
-    text = raw if isinstance(raw, str) else raw[-1]
-    if text.strip().lower() in ("none", "off", ""):
-        args["prepare_threshold"] = None
-    elif text.strip().isdigit():
-        args["prepare_threshold"] = int(text)
+        return url, args, PREPARE_AFTER
+    text = (raw if isinstance(raw, str) else raw[-1]).strip().lower()
+    if text in ("none", "off", ""):
+        after = None
+    elif text.isdigit():
+        after = int(text)
     else:
         raise DatabaseURLError(
             f"prepare_threshold={text!r} in the database URL is not a number of times or "
             "'none': use ?prepare_threshold=none to turn prepared statements off (behind "
             "PgBouncer in transaction mode), or a count such as ?prepare_threshold=5"
         )
-    return url.difference_update_query(["prepare_threshold"]), args
+    return url.difference_update_query(["prepare_threshold"]), args, after
 
 
 def _sqlite_engine(url: URL, *, fsync: bool) -> sa.Engine:

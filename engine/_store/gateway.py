@@ -139,7 +139,11 @@ class Store:
                 ) from err
         self.outage.up()
         if self.postgres:
-            self._listener = PostgresListener(self.url, self._remote_notify, self.notifier.wake_all)
+            # (the engine's URL: without what only the store reads, ?prepare_threshold)
+            listen_url = self.engine.url
+            self._listener = PostgresListener(
+                listen_url, self._remote_notify, self.notifier.wake_all
+            )
             self._listener.start()
             self._pg_writers = PgWriters(self)
         else:

@@ -57,7 +57,7 @@ MAX_PREPARED = 100
 class _Template:
     """A statement text split at its placeholders, and what is known of preparing it."""
 
-    __slots__ = ("index", "name", "order", "parts", "preparable", "prepare_text", "uses")
+    __slots__ = ("index", "name", "order", "parts", "preparable", "prepare_text", "types", "uses")
 
     def __init__(self, parts: list[str], names: list[str]) -> None:
         #: The text around the placeholders (one more than there are placeholders).
@@ -75,8 +75,11 @@ class _Template:
         digest = hashlib.blake2b(self.prepare_text.encode(), digest_size=10).hexdigest()
         #: The prepared statement's name on every connection (``dn_p`` and a digest).
         self.name = "dn_p" + digest
-        #: How many times it was written (counted up to :data:`PREPARE_AFTER`).
+        #: How many times it was written (counted up to a connection's threshold).
         self.uses = 0
+        #: The types PostgreSQL gave the parameters when it prepared the statement (as
+        #: ``pg_prepared_statements`` names them), in :attr:`order`; None until then.
+        self.types: tuple[str, ...] | None = None
         #: False for what PostgreSQL cannot prepare (statements but queries and writes),
         #: or once it refused to (say, a parameter of a type it cannot infer): it is then
         #: written in full.
@@ -174,10 +177,11 @@ def _literal(cur: Any, value: Any) -> str:
 
 def _fill(cur: Any, template: _Template, params: dict[str, Any]) -> str:
     try:
-        literals = [_literal(cur, params[name]) for name in template.order]
+        values = [params[name] for name in template.order]
     except KeyError:
         raise _Refused from None
-    if _prepared(cur, template):
+    literals = [_literal(cur, value) for value in values]
+    if _prepared(cur, template) and _fit(template.types, values):
         if not literals:
             return "EXECUTE " + template.name
         return f"EXECUTE {template.name}({', '.join(literals)})"
@@ -197,10 +201,40 @@ def _prepared(cur: Any, template: _Template) -> bool:
         return False
     if template.name in prepared.names:
         return True
-    if template.uses < PREPARE_AFTER:
+    if template.uses < prepared.after:
         template.uses += 1
         return False
     return prepared.prepare(cur.connection, template)
+
+
+#: The integer types, and the values each holds.
+_INT_RANGES = {"smallint": 2**15, "integer": 2**31, "bigint": 2**63}
+
+
+def _fits(kind: str, value: Any) -> bool:
+    """Whether ``value`` given to a prepared statement's parameter of type ``kind`` gives
+    what the statement with the value written in gives. A text or NULL always does: the
+    literal has no type of its own and takes the parameter's, as it would take the
+    context's in the statement. A number or a boolean does where its type is the
+    parameter's (an integer within the parameter's range), not where PostgreSQL would
+    convert it (a float to an integer rounds it; in the statement, the integer column
+    would be compared as a float); a list where the parameter is an array."""
+    if value is None or type(value) is str:
+        return True
+    if type(value) is bool:
+        return kind == "boolean"
+    if type(value) is int:
+        bound = _INT_RANGES.get(kind)
+        return -bound <= value < bound if bound is not None else kind == "numeric"
+    if type(value) is float:
+        return kind == "double precision"
+    if type(value) is list:
+        return kind.endswith("[]")
+    return False
+
+
+def _fit(types: tuple[str, ...] | None, values: list[Any]) -> bool:
+    return types is not None and all(map(_fits, types, values))
 
 
 def _mogrify(cur: Any, sql: str, params: Any) -> str:
@@ -241,30 +275,39 @@ def _float8_literal() -> type:
 class Prepared:
     """The store's statements prepared on one PostgreSQL connection (its session).
 
-    A statement PostgreSQL parses and plans each time it comes as text costs it about
-    30 to 45 microseconds more than one it has prepared (``bench/README.md``); a lone
-    activity step sends ten. So a statement text written :data:`PREPARE_AFTER` times is
-    prepared (``PREPARE dn_p... AS``, its placeholders ``$1``, ``$2``...) on each connection
-    that sends it again, in a round trip of its own (inside a savepoint when a transaction
-    is open, so that a refusal leaves the transaction as it was), and written from then on
-    as ``EXECUTE dn_p...(literals)``: still one query of several statements, still one
-    round trip. PostgreSQL gives each argument the parameter's type as an assignment
-    would (what an ``INSERT`` or ``UPDATE ... SET`` of the literal does). A statement it
+    PostgreSQL parses and plans a statement that comes as text each time: 15 to 45
+    microseconds of planning alone for each of the statements of a lone activity step
+    (``bench/README.md``). So a statement text written :attr:`after` times (in the
+    process) is prepared (``PREPARE dn_p... AS``, its placeholders ``$1``, ``$2``...) on
+    each connection that sends it again, in a round trip of its own (inside a savepoint
+    when a transaction is open, so that a refusal leaves the transaction as it was), and
+    written from then on as ``EXECUTE dn_p...(literals)``: still one query of several
+    statements, still one round trip.
+
+    PostgreSQL types each parameter from its context when it prepares the statement (the
+    column it is compared with or written to), and converts each argument to that type.
+    The same literal in the statement could be read otherwise (a float compared with an
+    integer column is compared as a float; as an argument it would be rounded to an
+    integer first), so a call is sent as ``EXECUTE`` only when each value fits its
+    parameter's type (:func:`_fits`), and written in full otherwise. A statement PostgreSQL
     refuses to prepare (a parameter whose type it cannot infer) is written in full from
     then on, on every connection.
 
     A prepared statement lasts as long as the session, whatever happens to transactions.
-    The store never ends one but with its connection; if something else did (``DISCARD
-    ALL``, a pooler between the store and the server that hands one session's statements
-    to another), ``EXECUTE`` fails with "prepared statement does not exist": the store
-    takes the connection as lost and runs the transaction again on a new one
+    The store never ends one but with its connection, and psycopg prepares nothing of its
+    own on these connections (:func:`track`); if something else did (``DISCARD ALL``, a
+    pooler between the store and the server that hands one session's statements to
+    another), ``EXECUTE`` fails with "prepared statement does not exist": the store takes
+    the connection as lost and runs the transaction again on a new one
     (``engine._store.outage.classify``). Behind PgBouncer in transaction mode, turn
-    prepared statements off as for psycopg's own: ``?prepare_threshold=none`` in the
-    database URL (``engine._store.dialects``)."""
+    prepared statements off: ``?prepare_threshold=none`` in the database URL
+    (``engine._store.dialects``)."""
 
-    __slots__ = ("__weakref__", "names")
+    __slots__ = ("__weakref__", "after", "names")
 
-    def __init__(self) -> None:
+    def __init__(self, after: int = PREPARE_AFTER) -> None:
+        #: How many times a statement is written (in the process) before it is prepared.
+        self.after = after
         self.names: set[str] = set()
 
     def prepare(self, conn: Any, template: _Template) -> bool:
@@ -275,18 +318,23 @@ class Prepared:
         from psycopg import Error
         from psycopg.pq import TransactionStatus
 
-        statement = f"PREPARE {template.name} AS {template.prepare_text}"
+        name = template.name
+        statement = f"PREPARE {name} AS {template.prepare_text}"
+        types = f"SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = '{name}'"
         status = conn.info.transaction_status
         if status == TransactionStatus.INTRANS:
             # (apart: a query of several statements that fails to parse runs none of them)
             conn.execute("SAVEPOINT dn_prepare")
-            query = f"{statement}; RELEASE SAVEPOINT dn_prepare"
+            query = f"{statement}; RELEASE SAVEPOINT dn_prepare; {types}"
         elif status == TransactionStatus.IDLE and conn.autocommit:
-            query = statement
+            query = f"{statement}; {types}"
         else:  # (a failed transaction, or one psycopg would begin for this statement)
             return False
         try:
-            conn.execute(query)
+            cur = conn.execute(query)
+            while cur.nextset():  # (onto the last result: the types)
+                pass
+            row = cur.fetchone()
         except Error as err:
             if classify(err) is not None:
                 raise  # the connection is lost: the transaction runs again
@@ -298,7 +346,8 @@ class Prepared:
             # (else, a lock wait past the batch's lock_timeout say: tried again later)
             log.debug("statement not prepared (%s): %s", err, template.prepare_text[:200])
             return False
-        self.names.add(template.name)
+        template.types = tuple(row[0]) if row is not None else None
+        self.names.add(name)
         return True
 
 
@@ -306,16 +355,22 @@ _SESSIONS: weakref.WeakKeyDictionary[Any, Prepared] = weakref.WeakKeyDictionary(
 _SESSIONS_LOCK = threading.Lock()
 
 
+def track(driver: Any, after: int = PREPARE_AFTER) -> None:
+    """Let the store prepare statements on the psycopg connection ``driver`` (a new one:
+    nothing of the store's is prepared on it yet), once written ``after`` times. The
+    engine's PostgreSQL connections are tracked as they open (``dialects.create_engine``)
+    unless the URL says ``prepare_threshold=none``; psycopg's own preparing is off on
+    them (its ``prepare_threshold`` None): after a rollback psycopg sends ``DEALLOCATE
+    ALL`` when it has prepared something, which would take the store's statements too."""
+    with _SESSIONS_LOCK:
+        _SESSIONS[driver] = Prepared(after)
+
+
 def _session(driver: Any) -> Prepared | None:
     """What is prepared on the psycopg connection ``driver``; None where the store does
-    not prepare (psycopg's ``prepare_threshold`` set to None)."""
-    if driver.prepare_threshold is None:
-        return None
+    not prepare (a connection not tracked, see :func:`track`)."""
     with _SESSIONS_LOCK:
-        prepared = _SESSIONS.get(driver)
-        if prepared is None:
-            prepared = _SESSIONS[driver] = Prepared()
-    return prepared
+        return _SESSIONS.get(driver)
 
 
 @cache

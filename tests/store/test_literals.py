@@ -7,6 +7,7 @@ statements, a table changed under one) ending in a correct result, not an error.
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -113,7 +114,10 @@ def typed(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
             "CREATE TABLE typed (n INTEGER PRIMARY KEY, i BIGINT, f DOUBLE PRECISION, "
             "t TEXT, b BOOLEAN, j JSONB)"
         )
+        c.execute("INSERT INTO typed (n) VALUES (2)")
         c.commit()
+        c.prepare_threshold = None  # as on the engine's connections
+        literals.track(c)
         own_begin(c)
         yield c
 
@@ -142,9 +146,9 @@ def test_values_read_back_as_they_were_written_and_prepared_or_not(
     typed.execute("BEGIN")
     try:
         for n, row in enumerate(rows):
-            params = {**row, "n": n, "j": '{"k": [1, "two"]}'}
+            params = {**row, "n": n + 10, "j": '{"k": [1, "two"]}'}
             [insert] = bound(cur, INSERT, params)
-            [read] = bound(cur, READ, {"n": n})
+            [read] = bound(cur, READ, {"n": n + 10})
             sent += [insert, read]
             cur.execute(f"{insert}; {read}")
             cur.nextset()
@@ -173,13 +177,45 @@ def test_a_statement_postgresql_will_not_prepare_stays_text_and_the_transaction_
         assert not text.startswith("EXECUTE")
         assert cur.execute(text).fetchone().unknown_type is True
     assert typed.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
-    assert typed.execute("SELECT count(*) FROM typed").fetchone()[0] == 1  # still there
+    assert typed.execute("SELECT count(*) FROM typed").fetchone()[0] == 2  # still there
     typed.execute("COMMIT")
     # Nor is what PREPARE does not take tried (SET, here inside a transaction).
     typed.execute("BEGIN")
     for _ in range(PREPARE_AFTER + 2):
         assert bound(cur, "SET LOCAL lock_timeout = 50", None) == ["SET LOCAL lock_timeout = 50"]
     typed.execute("ROLLBACK")
+
+
+@pytest.mark.parametrize(
+    ("sql", "warm", "value", "expected"),
+    [
+        # A float against an integer column: compared as a float in the statement (2 <
+        # 2.5); as an argument of an integer parameter it would be rounded to 2 first.
+        ("SELECT n FROM typed WHERE n < %(x)s ORDER BY n", 3, 2.5, [2]),
+        # An integer past the parameter's type: no row in the statement; prepared, an
+        # "integer out of range" error.
+        ("SELECT n FROM typed WHERE n = %(x)s", 2, 2**40, []),
+        # A parameter PostgreSQL types as text: the number stays a number.
+        ("SELECT %(x)s AS n", "two", 5, [5]),
+        # A boolean where an integer is expected is refused in the statement, as it was.
+        ("SELECT n FROM typed WHERE n = %(x)s", 2, True, psycopg.errors.UndefinedFunction),
+    ],
+)
+def test_a_value_that_does_not_fit_the_prepared_parameter_is_written_in_full(
+    typed: psycopg.Connection[Any], sql: str, warm: Any, value: Any, expected: Any
+) -> None:
+    cur = client_cursor(typed)
+    for _ in range(PREPARE_AFTER + 1):  # prepared on this connection, with values that fit
+        [text] = bound(cur, sql, {"x": warm})
+        cur.execute(text)
+    assert text.startswith("EXECUTE")
+    [text] = bound(cur, sql, {"x": value})
+    assert not text.startswith("EXECUTE")
+    if isinstance(expected, type):
+        with pytest.raises(expected):
+            cur.execute(text)
+        return
+    assert [row.n for row in cur.execute(text).fetchall()] == expected
 
 
 def _prepared_names(c: psycopg.Connection[Any]) -> set[str]:
@@ -222,6 +258,51 @@ def test_a_session_that_lost_its_prepared_statements_runs_the_transaction_again(
         c.exec_driver_sql("DEALLOCATE ALL")
     assert store.run_sync(_get, "b") == "two"  # on a new connection
     assert store.read_sync(_get, "a") == "one"
+
+
+def test_a_rolled_back_transaction_keeps_the_prepared_statements(store: Store) -> None:
+    """Nothing the store does on its connections ends its prepared statements: a change
+    that fails after its first query is rolled back, and the next transaction runs on
+    the same session with what was prepared there (psycopg, which would send DEALLOCATE
+    ALL after a rollback if it had prepared something of its own, prepares nothing)."""
+
+    def fails(tx: StoreTx) -> None:
+        _get(tx, "a")
+        tx._q(Q("SELECT 1 AS one"))  # (not prepared: no parameters after the first)
+        raise RuntimeError("the change fails after its first query")
+
+    def get_on(tx: StoreTx, k: str) -> tuple[Any, int]:
+        pid = tx._q(Q("SELECT pg_backend_pid() AS pid")).fetchone().pid
+        return _get(tx, k), pid
+
+    for _ in range(PREPARE_AFTER + 2):
+        store.run_sync(_get, "a")
+        store.run_sync(lambda tx: tx._q(Q("SELECT 1 AS one")).fetchone())
+    with store.engine.connect() as c:  # what the pool's other users run (warm, say)
+        for _ in range(8):
+            c.exec_driver_sql("SELECT 1")  # (psycopg would prepare it: it does not)
+        c.rollback()
+    before = _prepared_on_the_store(store)
+    assert before
+    _, pid = store.run_sync(get_on, "a")
+    with pytest.raises(RuntimeError, match="fails after"):
+        store.run_sync(fails)
+    assert _prepared_on_the_store(store) == before
+    assert store.run_sync(get_on, "b") == ("two", pid)  # same session: not run again
+
+
+def test_prepare_threshold_none_leaves_the_listen_connection_alone(pg_url: str) -> None:
+    store = Store(f"{pg_url}&prepare_threshold=none")
+    store.open()
+    try:
+        listener = store._listener
+        assert listener is not None
+        deadline = time.monotonic() + 10
+        while listener.connections < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert listener.connections >= 1
+    finally:
+        store.close()
 
 
 def test_a_table_changed_under_a_prepared_statement_runs_the_transaction_again(
