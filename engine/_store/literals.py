@@ -10,8 +10,9 @@ statements, ``bench/README.md``).
 
 :func:`bound` keeps one template per statement text (its placeholders found once) and
 writes the values of the commonest types itself (``None``, ``bool``, ``int``, ``float``,
-``str``), in exactly the text psycopg's own quoting gives for them on such a connection
-(``tests/store/test_literals.py`` holds the two to each other on every kind of value);
+``str``, a list of plain words), in exactly the text psycopg's own quoting gives for them
+on such a connection (``tests/store/test_literals.py`` holds the two to each other on
+every kind of value);
 every other value, and any statement or value it is not sure of, goes through psycopg:
 
 - only on a connection whose encoding is UTF-8 and whose ``standard_conforming_strings``
@@ -153,11 +154,26 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
+#: An array element psycopg writes as it is: no quotes, spaces, braces, commas or
+#: backslashes, not empty, and not the word NULL (checked apart).
+_BARE_ELEMENT = re.compile(r"[A-Za-z0-9_.:-]+")
+
+
+def _texts(value: list[Any]) -> str | None:
+    # A list of plain words (run ids, most often): the array psycopg writes, untyped as
+    # its text is (psycopg's own for anything else: other elements, numbers, nesting).
+    for item in value:
+        if type(item) is not str or not _BARE_ELEMENT.fullmatch(item) or item.lower() == "null":
+            return None
+    return "'{" + ",".join(value) + "}'"
+
+
 _WRITERS: dict[type, Callable[[Any], str | None]] = {
     str: _text,
     int: _int,
     float: _float,
     bool: _bool,
+    list: _texts,
 }
 
 

@@ -41,6 +41,8 @@ VALUES = st.one_of(
     st.text(),  # NUL characters and lone surrogates included: psycopg refuses them
     st.text(alphabet="'\\\"%(){},; \n\tNUL"),
     st.lists(st.text(max_size=5), max_size=3),
+    st.lists(st.text(alphabet="aZ09_.:-Nul ", max_size=5) | st.none(), max_size=3),
+    st.lists(st.sampled_from(["null", "NULL", "Null", "run-1", "a.b:c_d"]), max_size=3),
     st.lists(st.integers(min_value=-(2**40), max_value=2**40), max_size=3),
 )
 
