@@ -225,6 +225,8 @@ def _prepared(cur: Any, template: _Template) -> bool:
 
 #: The integer types, and the values each holds.
 _INT_RANGES = {"smallint": 2**15, "integer": 2**31, "bigint": 2**63}
+#: The other types an integer fits.
+_INT_TAKERS = ("numeric", "double precision")
 
 
 def _fits(kind: str, value: Any) -> bool:
@@ -239,9 +241,9 @@ def _fits(kind: str, value: Any) -> bool:
         return True
     if type(value) is bool:
         return kind == "boolean"
-    if type(value) is int:
+    if type(value) is int:  # (into a float the same as in the statement: promoted)
         bound = _INT_RANGES.get(kind)
-        return -bound <= value < bound if bound is not None else kind == "numeric"
+        return -bound <= value < bound if bound is not None else kind in _INT_TAKERS
     if type(value) is float:
         return kind == "double precision"
     if type(value) is list:

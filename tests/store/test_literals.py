@@ -220,6 +220,27 @@ def test_a_value_that_does_not_fit_the_prepared_parameter_is_written_in_full(
     assert [row.n for row in cur.execute(text).fetchall()] == expected
 
 
+def test_an_integer_for_a_float_parameter_goes_prepared(typed: psycopg.Connection[Any]) -> None:
+    cur = client_cursor(typed)
+    typed.execute("INSERT INTO typed (n, f) VALUES (3, 3.0), (4, 9007199254740992), (5, 0.5)")
+    sql = "SELECT n FROM typed WHERE f = %(x)s"
+    for _ in range(PREPARE_AFTER + 1):
+        [text] = bound(cur, sql, {"x": 0.5})
+        assert [r.n for r in cur.execute(text).fetchall()] == [5]
+    for value, expected in ((3, [3]), (2**53, [4]), (2**53 + 1, [4]), (7, [])):
+        [text] = bound(cur, sql, {"x": value})
+        assert text.startswith("EXECUTE")
+        assert [r.n for r in cur.execute(text).fetchall()] == expected
+        [full] = bound(client_cursor_unprepared(typed), sql, {"x": value})
+        assert [r.n for r in cur.execute(full).fetchall()] == expected  # as in full
+
+
+def client_cursor_unprepared(c: psycopg.Connection[Any]) -> Any:
+    cur = client_cursor(c)
+    cur.prepared = None
+    return cur
+
+
 def _prepared_names(c: psycopg.Connection[Any]) -> set[str]:
     rows = c.execute("SELECT name FROM pg_prepared_statements").fetchall()
     return {r[0] for r in rows if r[0].startswith("dn_p")}
