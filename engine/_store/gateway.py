@@ -139,11 +139,9 @@ class Store:
                 ) from err
         self.outage.up()
         if self.postgres:
-            # (the engine's URL: without what only the store reads, ?prepare_threshold)
-            listen_url = self.engine.url
-            self._listener = PostgresListener(
-                listen_url, self._remote_notify, self.notifier.wake_all
-            )
+            # The engine's URL: without ?prepare_threshold, which libpq does not know.
+            url = self.engine.url
+            self._listener = PostgresListener(url, self._remote_notify, self.notifier.wake_all)
             self._listener.start()
             self._pg_writers = PgWriters(self)
         else:
