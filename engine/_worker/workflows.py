@@ -591,8 +591,11 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         return stored + [e for e in task.events if e.event_id > last]
 
     def _evict(self, run_id: str, *, forced: bool) -> None:
-        if self._cache.pop(run_id, None) is not None and forced:
-            self.metrics.sticky_cache_forced_eviction += 1
+        entry = self._cache.pop(run_id, None)
+        if entry is not None:
+            entry.driver.instance.release()  # a completed run is freed at once
+            if forced:
+                self.metrics.sticky_cache_forced_eviction += 1
         self._cache_next.pop(run_id, None)
         self.metrics.sticky_cache_size = len(self._cache)
 
