@@ -309,6 +309,11 @@ class ServiceHost:
                         if committing is not None:
                             committing.settle(False)
                         raise
+                    finally:
+                        # The transaction is over: its callbacks, which refer to
+                        # commit_at as it refers to them, are let go (the cycle held the
+                        # pass's tasks and histories until the collector ran).
+                        commit_at.on_due = commit_at.on_done = None
             finally:  # every reservation settled once, whatever happened
                 for run_id, reservation in reservations.items():
                     if not reservation.settled:  # (not handed out early)
