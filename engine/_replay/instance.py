@@ -240,16 +240,19 @@ class WorkflowInstance(
             run(*(self._start_args or [])), name=f"workflow:{self.defn.name}"
         )
 
-    def release(self) -> None:
-        """Let go of the finished main task, for a completed run that is being dropped.
+    def release(self) -> bool:
+        """Let go of the finished main task, for a completed run that is being dropped;
+        whether it was one (else its code may still wait: ``engine._replay.teardown``).
 
         The task refers to this instance as its event loop, and the instance to the task: a
         cycle that only the garbage collector would free, with the run's coroutine, its
         workflow object and everything they hold (about thirty objects a run). Without it
         reference counting frees the run as soon as the worker drops it, and the
-        collector's passes stay short. A run still running is left as it is."""
+        collector's passes stay short."""
         if self.completed and self._main is not None and self._main.done():
             self._main = None
+            return True
+        return False
 
     def _apply_fire_timer(self, job: j.FireTimer) -> None:
         handle = self._timers.pop(job.seq, None)

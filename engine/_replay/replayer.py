@@ -16,6 +16,7 @@ from ..exceptions import InvalidArgumentError, NondeterminismError
 from .driver import HistoryDriver
 from .handlers import WorkflowTaskError
 from .instance import WorkflowInstance
+from .teardown import tear_down
 
 
 @dataclass
@@ -119,6 +120,8 @@ def replay_events(
         failure = err
     except WorkflowTaskError as err:
         failure = err
+    finally:
+        tear_down(driver.instance)  # a running workflow's code ends here, not in the collector
     return ReplayOutcome(
         workflow_id=driver.instance.workflow_id,
         run_id=driver.instance.run_id,
@@ -146,7 +149,10 @@ def answer_query(
     while trimmed and trimmed[-1].event_type in ("WorkflowTaskScheduled", "WorkflowTaskStarted"):
         trimmed.pop()
     driver = new_driver(trimmed, {defn.name: defn}, converter, workflow_id=workflow_id)
-    driver.apply(trimmed)
-    if trimmed:
-        driver.apply_pending(events[-1].event_time)
-    return driver.instance.query(query_type, args)
+    try:
+        driver.apply(trimmed)
+        if trimmed:
+            driver.apply_pending(events[-1].event_time)
+        return driver.instance.query(query_type, args)
+    finally:
+        tear_down(driver.instance)  # the replayed code ends here, not in the collector

@@ -27,6 +27,7 @@ from .._replay.handlers import WorkflowTaskError
 from .._replay.instance import WorkflowInstance
 from .._replay.jobs import LocalActivityRequest, ResolveLocalActivity
 from .._replay.replayer import answer_query
+from .._replay.teardown import tear_down
 from .._service.handoff import Handoffs, Reservation
 from .._service.operation import tx_function
 from .._service.service import Service
@@ -136,6 +137,13 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         self._inflight: set[asyncio.Task[None]] = set()
         #: Workflow tasks being handled (from their start to their completion's answer).
         self._busy = 0
+        #: Runs with a task being handled (run id -> how many): an instance of theirs that
+        #: leaves the cache is torn down only once the handling is over (it may still run
+        #: the task's local activities' outcomes), from ``_retired``.
+        self._handling: dict[str, int] = {}
+        self._retired: dict[str, list[WorkflowInstance]] = {}
+        #: Teardowns of dropped instances queued for the activation thread.
+        self._teardowns: set[asyncio.Task[None]] = set()
         self._reported_slow: set[str] = set()
 
     # -- definitions --------------------------------------------------------------------
@@ -288,6 +296,11 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             _, late = await asyncio.wait(list(self._inflight), timeout=3.0)
             for job in late:
                 job.cancel()
+        # The runs still cached end their code now, on the activation thread.
+        for run_id in list(self._cache):
+            self._evict(run_id, forced=False)
+        if self._teardowns:
+            await asyncio.wait(list(self._teardowns), timeout=self.deadlock_timeout + 5)
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._own_local_pool:
             self._local_pool.shutdown(wait=False, cancel_futures=True)
@@ -297,12 +310,20 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
 
     async def _handle(self, task: WorkflowTask) -> None:
         held = task.held
+        run_id = task.run_id
         self._busy += 1
+        self._handling[run_id] = self._handling.get(run_id, 0) + 1
         try:
             try:
                 await self._handle_task(task)
             finally:
                 self._busy -= 1
+                if self._handling[run_id] > 1:
+                    self._handling[run_id] -= 1
+                else:
+                    del self._handling[run_id]
+                    for instance in self._retired.pop(run_id, ()):
+                        self._tear_down(instance)
         except _TaskRolledBack as err:  # it never existed: its next task comes afresh
             log.info("workflow task dropped: %s", err)
             self._evict(task.run_id, forced=False)
@@ -593,11 +614,37 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
     def _evict(self, run_id: str, *, forced: bool) -> None:
         entry = self._cache.pop(run_id, None)
         if entry is not None:
-            entry.driver.instance.release()  # a completed run is freed at once
+            instance = entry.driver.instance
+            if not instance.release():  # (a completed run is freed at once)
+                if run_id in self._handling:
+                    self._retired.setdefault(run_id, []).append(instance)
+                else:
+                    self._tear_down(instance)
             if forced:
                 self.metrics.sticky_cache_forced_eviction += 1
         self._cache_next.pop(run_id, None)
         self.metrics.sticky_cache_size = len(self._cache)
+
+    def _tear_down(self, instance: WorkflowInstance) -> None:
+        """End the code of a dropped instance that still waits, on the activation thread
+        (``engine._replay.teardown``), not whenever the collector closes it."""
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or loop is not self._loop:
+            return  # (a definition replaced from elsewhere) left to the collector, as before
+
+        async def tear() -> None:
+            try:
+                await self._activations.run(tear_down, instance)
+            except Exception as err:  # stopping, or code that would not end: the collector
+                log.debug("left the code of run %s to the collector: %s", instance.run_id, err)
+
+        job = loop.create_task(tear())
+        self._teardowns.add(job)
+        job.add_done_callback(self._teardowns.discard)
 
     async def _fail(
         self,

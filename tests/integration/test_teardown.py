@@ -1,0 +1,225 @@
+"""An instance dropped while its workflow code still waits (a query's replay, a replay of
+an open run) has its code brought to an end there and then, as Temporal's Python SDK
+tears down an evicted workflow: its ``finally`` blocks run once, on the thread that ran
+the instance, as replay; nothing is left for the garbage collector to close later, on
+whatever thread it runs (``engine/_replay/teardown.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import threading
+import uuid
+
+import pytest
+
+from engine import Client, Worker, workflow
+from engine.worker import Replayer
+
+from .test_basics import _wait_for_event
+
+#: What the workflow's ``finally`` saw each time it ran: (instance id, thread, replaying).
+ENDINGS: list[tuple[int, str, bool]] = []
+
+
+@workflow.defn
+class Waits:
+    def __init__(self) -> None:
+        self.done = False
+
+    @workflow.run
+    async def run(self) -> str:
+        try:
+            await workflow.wait_condition(lambda: self.done)
+        finally:
+            ENDINGS.append(
+                (id(self), threading.current_thread().name, workflow.unsafe.is_replaying())
+            )
+        return "done"
+
+    @workflow.signal
+    def finish(self) -> None:
+        self.done = True
+
+    @workflow.query
+    def is_done(self) -> bool:
+        return self.done
+
+
+@workflow.defn
+class WaitsAgainWhenCancelled:
+    @workflow.run
+    async def run(self) -> None:
+        try:
+            await workflow.wait_condition(lambda: False)
+        finally:
+            try:
+                await workflow.sleep(3600)  # asks for a timer while being torn down
+            finally:
+                ENDINGS.append((id(self), threading.current_thread().name, True))
+
+    @workflow.query
+    def ping(self) -> str:
+        return "pong"
+
+
+async def test_a_query_ends_the_replayed_code_there_and_then(
+    client: Client, task_queue: str
+) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[Waits]):
+        handle = await client.start_workflow(
+            Waits.run, id="waits-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await _wait_for_event(handle, "WorkflowTaskCompleted")
+        live = list(ENDINGS)
+        ENDINGS.clear()
+        left: list[int] = []
+        gc.collect()
+        enabled = gc.isenabled()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            assert await handle.query(Waits.is_done) is False
+            # The query's replayed instance ended its code before the answer came back:
+            # once, as replay, on the query's thread (not the event loop's, not later).
+            ended = list(ENDINGS)
+            gc.collect()
+            from engine._replay.instance import WorkflowInstance
+
+            left = [o for o in gc.garbage if isinstance(o, WorkflowInstance)]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            if enabled:
+                gc.enable()
+        assert live == []  # the live run still waits
+        assert len(ended) == 1, ended
+        _, thread, replaying = ended[0]
+        assert replaying is True
+        assert thread != threading.main_thread().name
+        assert left == []
+        ENDINGS.clear()
+        await handle.signal(Waits.finish)
+        assert await handle.result() == "done"
+    # The live run's own finally ran once, not as replay.
+    assert [replaying for _, _, replaying in ENDINGS] == [False]
+    ENDINGS.clear()
+
+
+async def test_code_that_waits_again_when_cancelled_is_cancelled_again(
+    client: Client, task_queue: str
+) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[WaitsAgainWhenCancelled]):
+        handle = await client.start_workflow(
+            WaitsAgainWhenCancelled.run, id="again-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await _wait_for_event(handle, "WorkflowTaskCompleted")
+        ENDINGS.clear()
+        assert await handle.query(WaitsAgainWhenCancelled.ping) == "pong"
+        assert len(ENDINGS) == 1
+        ENDINGS.clear()
+        # The timer asked for during the teardown was never recorded.
+        events = [e.event_type for e in (await handle.fetch_history()).events]
+        assert "TimerStarted" not in events
+        await handle.terminate()
+
+
+@workflow.defn
+class NeverEnds:
+    @workflow.run
+    async def run(self) -> None:
+        while True:
+            try:
+                await workflow.wait_condition(lambda: False)
+            except asyncio.CancelledError:
+                pass  # refuses to end
+
+    @workflow.query
+    def ping(self) -> str:
+        return "pong"
+
+
+async def test_code_that_refuses_to_end_is_left_with_a_warning(
+    client: Client, task_queue: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[NeverEnds]):
+        handle = await client.start_workflow(
+            NeverEnds.run, id="never-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await _wait_for_event(handle, "WorkflowTaskCompleted")
+        with caplog.at_level(logging.WARNING, logger="engine.workflow"):
+            assert await handle.query(NeverEnds.ping) == "pong"
+        assert any(
+            "still waits after being cancelled 10 times" in r.getMessage() for r in caplog.records
+        ), [r.getMessage() for r in caplog.records]
+        await handle.terminate()
+
+
+async def test_a_replay_of_an_open_run_ends_its_code(client: Client, task_queue: str) -> None:
+    async with Worker(client, task_queue=task_queue, workflows=[Waits]):
+        handle = await client.start_workflow(
+            Waits.run, id="replay-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await _wait_for_event(handle, "WorkflowTaskCompleted")
+        history = await handle.fetch_history()
+        ENDINGS.clear()
+        await Replayer(workflows=[Waits]).replay_workflow(history)
+        assert [replaying for _, _, replaying in ENDINGS] == [True]
+        ENDINGS.clear()
+        await handle.terminate()
+    ENDINGS.clear()
+
+
+async def test_a_stopping_worker_ends_the_code_of_its_cached_runs(
+    client: Client, task_queue: str
+) -> None:
+    ENDINGS.clear()
+    async with Worker(client, task_queue=task_queue, workflows=[Waits]):
+        handle = await client.start_workflow(
+            Waits.run, id="stop-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await _wait_for_event(handle, "WorkflowTaskCompleted")
+        assert ENDINGS == []
+    # On the worker's activation thread, as replay, before the worker's exit returned.
+    assert [
+        (thread.startswith("durable-workflow"), replaying) for _, thread, replaying in ENDINGS
+    ] == [(True, True)]
+    ENDINGS.clear()
+    await handle.terminate()
+
+
+async def test_a_run_evicted_from_a_full_cache_ends_its_code(
+    client: Client, task_queue: str
+) -> None:
+    ENDINGS.clear()
+    async with Worker(
+        client, task_queue=task_queue, workflows=[Waits], max_cached_workflows=1
+    ) as worker:
+        first = await client.start_workflow(
+            Waits.run, id="first-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await _wait_for_event(first, "WorkflowTaskCompleted")
+        second = await client.start_workflow(
+            Waits.run, id="second-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await _wait_for_event(second, "WorkflowTaskCompleted")
+        for _ in range(200):  # the teardown is queued for the activation thread
+            if ENDINGS:
+                break
+            await asyncio.sleep(0.01)
+        assert worker.metrics.sticky_cache_forced_eviction == 1
+        assert [replaying for _, _, replaying in ENDINGS] == [True]
+        ENDINGS.clear()
+        # The evicted run goes on: its next task replays it afresh.
+        await first.signal(Waits.finish)
+        assert await first.result() == "done"
+        for _ in range(200):
+            if len(ENDINGS) == 2:
+                break
+            await asyncio.sleep(0.01)
+        # Its own ending (live), and the second run's, evicted in turn to make room.
+        assert sorted(replaying for _, _, replaying in ENDINGS) == [False, True]
+        ENDINGS.clear()
+        await second.terminate()
+    ENDINGS.clear()
