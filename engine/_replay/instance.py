@@ -241,15 +241,16 @@ class WorkflowInstance(
         )
 
     def release(self) -> bool:
-        """Let go of the finished main task, for a completed run that is being dropped;
-        whether it was one (else its code may still wait: ``engine._replay.teardown``).
+        """Let go of the finished main task, for a completed run that is being dropped
+        with no handler still running; whether it was one (else its code still waits:
+        ``engine._replay.teardown``).
 
         The task refers to this instance as its event loop, and the instance to the task: a
         cycle that only the garbage collector would free, with the run's coroutine, its
         workflow object and everything they hold (about thirty objects a run). Without it
         reference counting frees the run as soon as the worker drops it, and the
         collector's passes stay short."""
-        if self.completed and self._main is not None and self._main.done():
+        if self.completed and not self._tasks:  # (a handler still running: not yet)
             self._main = None
             return True
         return False

@@ -30,6 +30,8 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._timer_seq_of: dict[int, int] = {}  # id(handle) -> seq
         self._callback_error: BaseException | None = None
+        #: The tasks of this loop not done yet (``engine._replay.teardown`` ends them).
+        self._tasks: set[asyncio.Task[Any]] = set()
         #: User metadata (a summary) for the next timer ``call_later`` makes, set just
         #: before ``workflow.sleep(summary=)`` or a timed ``wait_condition`` awaits.
         self._next_timer_metadata: dict[str, Any] | None = None
@@ -100,7 +102,10 @@ class DeterministicLoop(asyncio.AbstractEventLoop):
         self, coro: Any, *, name: str | None = None, context: Any = None
     ) -> asyncio.Task[Any]:  # type: ignore[override]
         """A task bound to this loop."""
-        return asyncio.Task(coro, loop=self, name=name, context=context)
+        task = asyncio.Task(coro, loop=self, name=name, context=context)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     def get_debug(self) -> bool:
         """Never in debug mode."""

@@ -1,8 +1,9 @@
 """Bringing the code of a workflow instance that is being dropped to an end.
 
 An instance is dropped while its code still waits when a query has been answered from a
-replay of the run, and when a replay of a running workflow's history ends (the
-``Replayer``, the stepper). Left to the garbage collector, its suspended coroutines would be
+replay of the run, when a replay of a running workflow's history ends (the ``Replayer``;
+not the stepper, which keeps its instance), and when a worker drops a run from its cache
+or stops. Left to the garbage collector, its suspended coroutines would be
 closed whenever a collection happens to run, on whatever thread runs it: the ``finally``
 blocks and context managers of workflow code would run there, outside any activation,
 and asyncio would report a pending task destroyed. Until then the instance, its tasks and
@@ -42,7 +43,7 @@ def tear_down(instance: WorkflowInstance) -> bool:
     makes are dropped. Returns whether every task ended. Run it on the thread that runs the
     instance's activations, never while one runs."""
     left = 0
-    if asyncio.all_tasks(instance):
+    if instance._tasks:
         # The instance is the running loop meanwhile, as in an activation (asyncio's own
         # hooks for event loop implementations, which ``activate`` uses too).
         previous = asyncio.events._get_running_loop()
@@ -50,7 +51,7 @@ def tear_down(instance: WorkflowInstance) -> bool:
         instance._replaying = True
         try:
             for _ in range(MAX_ROUNDS):
-                pending = asyncio.all_tasks(instance)
+                pending = list(instance._tasks)
                 if not pending:
                     break
                 for task in pending:
@@ -59,7 +60,7 @@ def tear_down(instance: WorkflowInstance) -> bool:
                     instance._run_until_blocked(check=_stop)
                 except WorkflowTaskError as err:
                     log.debug("workflow %s raised while torn down: %s", instance.workflow_id, err)
-            left = len(asyncio.all_tasks(instance))
+            left = len(instance._tasks)
         finally:
             asyncio.events._set_running_loop(previous)
             instance._commands = []

@@ -308,12 +308,9 @@ class ServiceHost:
                         # went through said so first: the first word counts).
                         if committing is not None:
                             committing.settle(False)
+                        _let_go(commit_at)
                         raise
-                    finally:
-                        # The transaction is over: its callbacks, which refer to
-                        # commit_at as it refers to them, are let go (the cycle held the
-                        # pass's tasks and histories until the collector ran).
-                        commit_at.on_due = commit_at.on_done = None
+                    _let_go(commit_at)
             finally:  # every reservation settled once, whatever happened
                 for run_id, reservation in reservations.items():
                     if not reservation.settled:  # (not handed out early)
@@ -464,3 +461,11 @@ class ServiceHost:
         while batch := await self._sweep_batch():
             deleted += batch
         return deleted
+
+
+def _let_go(commit_at: CommitAt) -> None:
+    """Drop a firing pass's callbacks once its transaction is over (it returned or raised;
+    not when the pass was cancelled: the store's thread may still be running it). They
+    refer to ``commit_at`` as it refers to them: the cycle held the pass's tasks and
+    histories until the collector ran."""
+    commit_at.on_due = commit_at.on_done = None

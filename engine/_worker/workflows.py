@@ -296,11 +296,15 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             _, late = await asyncio.wait(list(self._inflight), timeout=3.0)
             for job in late:
                 job.cancel()
+            if late:  # (their runs' instances are torn down as they unwind)
+                await asyncio.wait(late, timeout=3.0)
         # The runs still cached end their code now, on the activation thread.
         for run_id in list(self._cache):
             self._evict(run_id, forced=False)
-        if self._teardowns:
-            await asyncio.wait(list(self._teardowns), timeout=self.deadlock_timeout + 5)
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.deadlock_timeout + 5
+        while self._teardowns and (left := give_up - loop.time()) > 0:
+            await asyncio.wait(list(self._teardowns), timeout=left)
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._own_local_pool:
             self._local_pool.shutdown(wait=False, cancel_futures=True)
@@ -391,7 +395,8 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             await self._fail(task, CAUSE_UNHANDLED, err.cause, reason="WorkflowError")
             return
         except DeadlockDetected as err:
-            self._evict(task.run_id, forced=False)
+            # Its abandoned thread may still be running the instance's code: no teardown.
+            self._evict(task.run_id, forced=False, tear=False)
             await self._fail(
                 task,
                 CAUSE_UNHANDLED,
@@ -611,11 +616,11 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         last = stored[-1].event_id if stored else 0
         return stored + [e for e in task.events if e.event_id > last]
 
-    def _evict(self, run_id: str, *, forced: bool) -> None:
+    def _evict(self, run_id: str, *, forced: bool, tear: bool = True) -> None:
         entry = self._cache.pop(run_id, None)
         if entry is not None:
             instance = entry.driver.instance
-            if not instance.release():  # (a completed run is freed at once)
+            if not instance.release() and tear:  # (a completed run is freed at once)
                 if run_id in self._handling:
                     self._retired.setdefault(run_id, []).append(instance)
                 else:

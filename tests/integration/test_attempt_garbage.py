@@ -11,9 +11,13 @@ import gc
 import uuid
 from collections import Counter
 from datetime import timedelta
+from typing import Any
+
+import pytest
 
 from engine import Client, Worker, activity, workflow
 from engine._replay.instance import WorkflowInstance
+from engine._service.host import ServiceHost
 from engine._store.commit_at import CommitAt
 from engine._worker.activities import _Running
 
@@ -129,7 +133,19 @@ class Naps:
         return naps
 
 
-async def test_timer_passes_leave_no_cycles(client: Client, task_queue: str) -> None:
+async def test_timer_passes_leave_no_cycles(
+    client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    early: list[object] = []
+    hand_out_early = ServiceHost._hand_out_early
+
+    def counted(self: ServiceHost, *args: Any) -> Any:
+        committing = hand_out_early(self, *args)
+        if committing is not None:
+            early.append(committing)
+        return committing
+
+    monkeypatch.setattr(ServiceHost, "_hand_out_early", counted)
     async with Worker(client, task_queue=task_queue, workflows=[Naps]):
         await client.execute_workflow(
             Naps.run, 1, id="warm-" + uuid.uuid4().hex, task_queue=task_queue
@@ -158,4 +174,5 @@ async def test_timer_passes_leave_no_cycles(client: Client, task_queue: str) -> 
             if enabled:
                 gc.enable()
     assert results == [3] * 5
+    assert early, "no timer pass handed its tasks out early: the test tested nothing"
     assert passes == 0, f"timer passes left in cycles: {passes}; garbage {kinds.most_common(8)}"

@@ -10,7 +10,9 @@ import asyncio
 import gc
 import logging
 import threading
+import time
 import uuid
+from datetime import timedelta
 
 import pytest
 
@@ -222,4 +224,83 @@ async def test_a_run_evicted_from_a_full_cache_ends_its_code(
         assert sorted(replaying for _, _, replaying in ENDINGS) == [False, True]
         ENDINGS.clear()
         await second.terminate()
+    ENDINGS.clear()
+
+
+#: What the code saw right after a blocking call that the deadlock detector gave up on.
+AFTER_THE_BLOCK: list[bool] = []
+
+
+@workflow.defn
+class BlocksOnce:
+    @workflow.run
+    async def run(self) -> None:
+        if not AFTER_THE_BLOCK:
+            time.sleep(0.8)  # past the deadlock timeout: its thread is abandoned
+            AFTER_THE_BLOCK.append(workflow.unsafe.is_replaying())
+        await workflow.wait_condition(lambda: False)
+
+
+async def test_a_deadlocked_instance_is_not_torn_down_under_its_running_code(
+    client: Client, task_queue: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    AFTER_THE_BLOCK.clear()
+    with caplog.at_level(logging.WARNING, logger="engine.workflow"):
+        async with Worker(
+            client,
+            task_queue=task_queue,
+            workflows=[BlocksOnce],
+            deadlock_timeout=timedelta(seconds=0.3),
+        ):
+            handle = await client.start_workflow(
+                BlocksOnce.run, id="blocks-" + uuid.uuid4().hex, task_queue=task_queue
+            )
+            for _ in range(300):
+                if AFTER_THE_BLOCK:
+                    break
+                await asyncio.sleep(0.01)
+            await handle.terminate()
+    # The abandoned thread went on with a live activation, untouched by a teardown.
+    assert AFTER_THE_BLOCK == [False]
+    assert not any("still waits" in r.getMessage() for r in caplog.records)
+
+
+@workflow.defn
+class LeavesAHandler:
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.wait_condition(lambda: self.started)
+        return "done"
+
+    def __init__(self) -> None:
+        self.started = False
+
+    @workflow.signal(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
+    async def hold(self) -> None:
+        self.started = True
+        try:
+            await workflow.wait_condition(lambda: False)
+        finally:
+            ENDINGS.append(
+                (id(self), threading.current_thread().name, workflow.unsafe.is_replaying())
+            )
+
+
+async def test_a_completed_run_with_a_handler_still_waiting_is_torn_down(
+    client: Client, task_queue: str
+) -> None:
+    ENDINGS.clear()
+    async with Worker(client, task_queue=task_queue, workflows=[LeavesAHandler]) as worker:
+        handle = await client.start_workflow(
+            LeavesAHandler.run, id="leaves-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        await handle.signal(LeavesAHandler.hold)
+        assert await handle.result() == "done"
+        for _ in range(300):
+            if ENDINGS and worker.metrics.sticky_cache_size == 0:
+                break
+            await asyncio.sleep(0.01)
+        # The handler's code ended when the worker dropped the run: on its activation
+        # thread, as replay, not later in the collector.
+        assert [(t.startswith("durable-workflow"), r) for _, t, r in ENDINGS] == [(True, True)]
     ENDINGS.clear()
