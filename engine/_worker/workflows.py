@@ -620,7 +620,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         entry = self._cache.pop(run_id, None)
         if entry is not None:
             instance = entry.driver.instance
-            if not instance.release() and tear:  # (a completed run is freed at once)
+            if tear and not instance.release():  # (a completed run is freed at once)
                 if run_id in self._handling:
                     self._retired.setdefault(run_id, []).append(instance)
                 else:
@@ -633,7 +633,6 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
     def _tear_down(self, instance: WorkflowInstance) -> None:
         """End the code of a dropped instance that still waits, on the activation thread
         (``engine._replay.teardown``), not whenever the collector closes it."""
-
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

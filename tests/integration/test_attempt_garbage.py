@@ -7,9 +7,11 @@ as long; bench/README.md)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -20,6 +22,26 @@ from engine._replay.instance import WorkflowInstance
 from engine._service.host import ServiceHost
 from engine._store.commit_at import CommitAt
 from engine._worker.activities import _Running
+
+
+@contextlib.contextmanager
+def left_in_cycles() -> Iterator[list[object]]:
+    """What the block leaves in reference cycles (filled in when it ends): the collector is
+    off meanwhile, and keeps what it then finds (``gc.DEBUG_SAVEALL``)."""
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    found: list[object] = []
+    try:
+        yield found
+        gc.collect()
+        found.extend(gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if enabled:
+            gc.enable()
 
 
 @activity.defn
@@ -54,22 +76,12 @@ async def test_attempts_leave_no_cycles(client: Client, task_queue: str) -> None
         await client.execute_workflow(
             Steps.run, 1, id="warm-" + uuid.uuid4().hex, task_queue=task_queue
         )
-        gc.collect()
-        enabled = gc.isenabled()
-        gc.disable()
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        try:
+        with left_in_cycles() as garbage:
             result = await client.execute_workflow(
                 Steps.run, 20, id="steps-" + uuid.uuid4().hex, task_queue=task_queue
             )
-            gc.collect()
-            kinds = Counter(type(o).__qualname__ for o in gc.garbage)
-            attempts = sum(isinstance(o, _Running) for o in gc.garbage)
-        finally:
-            gc.set_debug(0)
-            gc.garbage.clear()
-            if enabled:
-                gc.enable()
+    kinds = Counter(type(o).__qualname__ for o in garbage)
+    attempts = sum(isinstance(o, _Running) for o in garbage)
     assert result == 60
     assert attempts == 0, f"attempts left in cycles: {attempts}; garbage {kinds.most_common(8)}"
     # Whatever else is cyclic does not grow with the number of attempts.
@@ -91,11 +103,7 @@ async def test_completed_runs_leave_no_cycles(client: Client, task_queue: str) -
         await client.execute_workflow(
             OneStep.run, 0, id="warm-" + uuid.uuid4().hex, task_queue=task_queue
         )
-        gc.collect()
-        enabled = gc.isenabled()
-        gc.disable()
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        try:
+        with left_in_cycles() as garbage:
             results = await asyncio.gather(
                 *[
                     client.execute_workflow(
@@ -111,14 +119,8 @@ async def test_completed_runs_leave_no_cycles(client: Client, task_queue: str) -
                     break
                 await asyncio.sleep(0.01)
             cached = worker.metrics.sticky_cache_size
-            gc.collect()
-            kinds = Counter(type(o).__qualname__ for o in gc.garbage)
-            runs = sum(isinstance(o, WorkflowInstance) for o in gc.garbage)
-        finally:
-            gc.set_debug(0)
-            gc.garbage.clear()
-            if enabled:
-                gc.enable()
+    kinds = Counter(type(o).__qualname__ for o in garbage)
+    runs = sum(isinstance(o, WorkflowInstance) for o in garbage)
     assert results == list(range(1, 11))
     assert cached == 0
     assert runs == 0, f"completed runs left in cycles: {runs}; garbage {kinds.most_common(8)}"
@@ -150,11 +152,7 @@ async def test_timer_passes_leave_no_cycles(
         await client.execute_workflow(
             Naps.run, 1, id="warm-" + uuid.uuid4().hex, task_queue=task_queue
         )
-        gc.collect()
-        enabled = gc.isenabled()
-        gc.disable()
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        try:
+        with left_in_cycles() as garbage:
             # Runs sleeping in the worker's cache: the timer loop starts their passes
             # ahead and hands the tasks out before the commit (CommitAt's callbacks).
             results = await asyncio.gather(
@@ -165,14 +163,8 @@ async def test_timer_passes_leave_no_cycles(
                     for i in range(5)
                 ]
             )
-            gc.collect()
-            kinds = Counter(type(o).__qualname__ for o in gc.garbage)
-            passes = sum(isinstance(o, CommitAt) for o in gc.garbage)
-        finally:
-            gc.set_debug(0)
-            gc.garbage.clear()
-            if enabled:
-                gc.enable()
+    kinds = Counter(type(o).__qualname__ for o in garbage)
+    passes = sum(isinstance(o, CommitAt) for o in garbage)
     assert results == [3] * 5
     assert early, "no timer pass handed its tasks out early: the test tested nothing"
     assert passes == 0, f"timer passes left in cycles: {passes}; garbage {kinds.most_common(8)}"

@@ -7,7 +7,6 @@ whatever thread it runs (``engine/_replay/teardown.py``)."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import threading
 import time
@@ -17,8 +16,10 @@ from datetime import timedelta
 import pytest
 
 from engine import Client, Worker, workflow
+from engine._replay.instance import WorkflowInstance
 from engine.worker import Replayer
 
+from .test_attempt_garbage import left_in_cycles
 from .test_basics import _wait_for_event
 
 #: What the workflow's ``finally`` saw each time it ran: (instance id, thread, replaying).
@@ -76,25 +77,12 @@ async def test_a_query_ends_the_replayed_code_there_and_then(
         await _wait_for_event(handle, "WorkflowTaskCompleted")
         live = list(ENDINGS)
         ENDINGS.clear()
-        left: list[int] = []
-        gc.collect()
-        enabled = gc.isenabled()
-        gc.disable()
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        try:
+        with left_in_cycles() as garbage:
             assert await handle.query(Waits.is_done) is False
             # The query's replayed instance ended its code before the answer came back:
             # once, as replay, on the query's thread (not the event loop's, not later).
             ended = list(ENDINGS)
-            gc.collect()
-            from engine._replay.instance import WorkflowInstance
-
-            left = [o for o in gc.garbage if isinstance(o, WorkflowInstance)]
-        finally:
-            gc.set_debug(0)
-            gc.garbage.clear()
-            if enabled:
-                gc.enable()
+        left = [o for o in garbage if isinstance(o, WorkflowInstance)]
         assert live == []  # the live run still waits
         assert len(ended) == 1, ended
         _, thread, replaying = ended[0]
