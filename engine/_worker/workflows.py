@@ -366,7 +366,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         current = [task]
         try:
             try:
-                commands = await self._activate(current, defn, time.time())
+                commands, instance = await self._activate(current, defn, time.time())
             finally:
                 task = current[0]
         except TaskNotFoundError as err:  # a heartbeat found the task gone
@@ -424,10 +424,9 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             else 0
         )
         eager = self.service.handoffs.offer_activities(self.namespace, self.task_queue, wanted)
-        cached = self._cache.get(task.run_id)
-        instance = cached.driver.instance if cached is not None else None
-        rejections = instance.take_rejections() if instance is not None else []
-        flags = instance.take_sdk_flags() if instance is not None else []
+        # (From the instance that ran the task: the run may have left the cache meanwhile.)
+        rejections = instance.take_rejections()
+        flags = instance.take_sdk_flags()
         try:
             completion = await until_accepted(
                 lambda: self._send(
@@ -471,10 +470,11 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
 
     async def _activate(
         self, current: list[WorkflowTask], defn: WorkflowDefinition, received: float
-    ) -> list[cmd.Command]:
+    ) -> tuple[list[cmd.Command], WorkflowInstance]:
         """The commands of the task in ``current[0]`` (received at ``received``, epoch
-        seconds); long local activities may make it heartbeat, and ``current[0]`` is then
-        the run's later task that the commands complete."""
+        seconds), and the instance that produced them; long local activities may make it
+        heartbeat, and ``current[0]`` is then the run's later task that the commands
+        complete."""
         task = current[0]
         entry = self._cache.get(task.run_id)
         events = task.events
@@ -511,7 +511,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
         # more activations of the same task, until it asks for none.
         requests = entry.driver.instance.take_local_requests()
         if not requests:
-            return commands
+            return commands, entry.driver.instance
         if task.held is not None:  # local activities may run long: commit the start now
             await task.held.commit()
             if task.held.rolled_back:
@@ -550,7 +550,7 @@ class WorkflowRunner(Poller["WorkflowTask | QueryTask"]):
             outcomes = [future.result() for future in running.values()]
             commands, _ = await run(entry.driver.resolve_local_activities, outcomes)
             requests = entry.driver.instance.take_local_requests()
-        return commands
+        return commands, instance
 
     async def _run_local(self, request: LocalActivityRequest) -> ResolveLocalActivity:
         async with self._local_slots:

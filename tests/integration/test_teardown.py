@@ -15,7 +15,7 @@ from datetime import timedelta
 
 import pytest
 
-from engine import Client, Worker, workflow
+from engine import Client, Worker, activity, workflow
 from engine._replay.instance import WorkflowInstance
 from engine.worker import Replayer
 
@@ -292,3 +292,68 @@ async def test_a_completed_run_with_a_handler_still_waiting_is_torn_down(
         # thread, as replay, not later in the collector.
         assert [(t.startswith("durable-workflow"), r) for _, t, r in ENDINGS] == [(True, True)]
     ENDINGS.clear()
+
+
+#: Opened by the test once another run has taken the cache's only place.
+GATE: list[asyncio.Event] = []
+LOCAL_STARTED: list[bool] = []
+
+
+@activity.defn
+async def wait_for_the_gate() -> str:
+    LOCAL_STARTED.append(True)
+    await GATE[0].wait()
+    return "through"
+
+
+@workflow.defn
+class WaitsOnALocalActivity:
+    @workflow.run
+    async def run(self) -> str:
+        return await workflow.execute_local_activity(
+            wait_for_the_gate, start_to_close_timeout=timedelta(seconds=30)
+        )
+
+
+@workflow.defn
+class Quick:
+    @workflow.run
+    async def run(self) -> str:
+        return "quick"
+
+
+async def test_a_run_evicted_while_its_local_activity_runs_completes_its_task_whole(
+    client: Client, task_queue: str
+) -> None:
+    """The completion of a task whose run left the cache meanwhile still carries what its
+    instance had to say (here the SDK flags of the run's first completion)."""
+    GATE[:] = [asyncio.Event()]
+    LOCAL_STARTED.clear()
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[WaitsOnALocalActivity, Quick],
+        activities=[wait_for_the_gate],
+        max_cached_workflows=1,
+    ) as worker:
+        waiting = await client.start_workflow(
+            WaitsOnALocalActivity.run, id="local-" + uuid.uuid4().hex, task_queue=task_queue
+        )
+        for _ in range(500):
+            if LOCAL_STARTED:
+                break
+            await asyncio.sleep(0.01)
+        assert LOCAL_STARTED
+        # Its first task runs the local activity; another run takes the cache's place.
+        assert (
+            await client.execute_workflow(
+                Quick.run, id="quick-" + uuid.uuid4().hex, task_queue=task_queue
+            )
+            == "quick"
+        )
+        assert worker.metrics.sticky_cache_forced_eviction >= 1
+        GATE[0].set()
+        assert await waiting.result() == "through"
+    events = (await waiting.fetch_history()).events
+    completed = [e for e in events if e.event_type == "WorkflowTaskCompleted"]
+    assert completed[0].attributes["sdkMetadata"] == {"coreUsedFlags": [1, 2, 3]}
