@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -21,6 +22,16 @@ from engine.worker import Replayer
 
 from .test_attempt_garbage import left_in_cycles
 from .test_basics import _wait_for_event
+
+
+async def _until(condition: Callable[[], object], tries: int = 300) -> None:
+    """Poll ``condition`` 10 ms apart until it holds or ``tries`` polls have passed (the
+    caller's assertion then says what was missing)."""
+    for _ in range(tries):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+
 
 #: What the workflow's ``finally`` saw each time it ran: (instance id, thread, replaying).
 ENDINGS: list[tuple[int, str, bool]] = []
@@ -194,20 +205,14 @@ async def test_a_run_evicted_from_a_full_cache_ends_its_code(
             Waits.run, id="second-" + uuid.uuid4().hex, task_queue=task_queue
         )
         await _wait_for_event(second, "WorkflowTaskCompleted")
-        for _ in range(200):  # the teardown is queued for the activation thread
-            if ENDINGS:
-                break
-            await asyncio.sleep(0.01)
+        await _until(lambda: ENDINGS)  # the teardown is queued for the activation thread
         assert worker.metrics.sticky_cache_forced_eviction == 1
         assert [replaying for _, _, replaying in ENDINGS] == [True]
         ENDINGS.clear()
         # The evicted run goes on: its next task replays it afresh.
         await first.signal(Waits.finish)
         assert await first.result() == "done"
-        for _ in range(200):
-            if len(ENDINGS) == 2:
-                break
-            await asyncio.sleep(0.01)
+        await _until(lambda: len(ENDINGS) == 2)
         # Its own ending (live), and the second run's, evicted in turn to make room.
         assert sorted(replaying for _, _, replaying in ENDINGS) == [False, True]
         ENDINGS.clear()
@@ -243,10 +248,7 @@ async def test_a_deadlocked_instance_is_not_torn_down_under_its_running_code(
             handle = await client.start_workflow(
                 BlocksOnce.run, id="blocks-" + uuid.uuid4().hex, task_queue=task_queue
             )
-            for _ in range(300):
-                if AFTER_THE_BLOCK:
-                    break
-                await asyncio.sleep(0.01)
+            await _until(lambda: AFTER_THE_BLOCK)
             await handle.terminate()
     # The abandoned thread went on with a live activation, untouched by a teardown.
     assert AFTER_THE_BLOCK == [False]
@@ -284,10 +286,7 @@ async def test_a_completed_run_with_a_handler_still_waiting_is_torn_down(
         )
         await handle.signal(LeavesAHandler.hold)
         assert await handle.result() == "done"
-        for _ in range(300):
-            if ENDINGS and worker.metrics.sticky_cache_size == 0:
-                break
-            await asyncio.sleep(0.01)
+        await _until(lambda: ENDINGS and worker.metrics.sticky_cache_size == 0)
         # The handler's code ended when the worker dropped the run: on its activation
         # thread, as replay, not later in the collector.
         assert [(t.startswith("durable-workflow"), r) for _, t, r in ENDINGS] == [(True, True)]
@@ -339,10 +338,7 @@ async def test_a_run_evicted_while_its_local_activity_runs_completes_its_task_wh
         waiting = await client.start_workflow(
             WaitsOnALocalActivity.run, id="local-" + uuid.uuid4().hex, task_queue=task_queue
         )
-        for _ in range(500):
-            if LOCAL_STARTED:
-                break
-            await asyncio.sleep(0.01)
+        await _until(lambda: LOCAL_STARTED, tries=500)
         assert LOCAL_STARTED
         # Its first task runs the local activity; another run takes the cache's place.
         assert (
