@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -107,3 +108,71 @@ def _events_handed_over_equal_their_json(monkeypatch: pytest.MonkeyPatch) -> Non
         return events
 
     monkeypatch.setattr(RunState, "written_events", checked)
+
+
+#: What a change found kept of a run and the database disagreed on (test -> messages).
+KEPT_RUN_MISMATCHES: list[str] = []
+
+
+def _same(kept: object, read: object) -> bool:
+    """Equal in value and in type (an int where the database gives a float is a miss)."""
+    if isinstance(kept, tuple) and isinstance(read, tuple):
+        return len(kept) == len(read) and all(map(_same, kept, read))
+    return kept == read and type(kept) is type(read)
+
+
+@pytest.fixture(autouse=True)
+def _kept_runs_equal_the_database(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Throughout the suite, on SQLite: each time a change takes a run's rows as the
+    writer kept them instead of reading them (``StoreTx.known_runs``), they are read as
+    well and must equal, value and type, what the database holds: a write the kept rows
+    missed shows here, in whatever test makes it."""
+    from engine._store.queries import _N_EXEC_COLS, _WFT_NAMES, LOCK_EXEC, LOCK_EXEC_WFT
+    from engine._store.tx import StoreTx
+
+    def task(wft: object) -> tuple[object, ...] | None:
+        if wft is None:
+            return None
+        if isinstance(wft, sqlite3.Row):
+            return tuple(wft)
+        return tuple(getattr(wft, name) for name in _WFT_NAMES)
+
+    def kept(tx: StoreTx, run_id: str) -> bool:
+        return bool(tx.known_runs) and not tx.postgres and run_id in tx.known_runs  # type: ignore[operator]
+
+    def differs(run_id: str, what: str, got: object, want: object) -> None:
+        if not _same(got, want):
+            KEPT_RUN_MISMATCHES.append(f"run {run_id}: kept {what} {got} != read {want}")
+
+    real_both = StoreTx.lock_execution_and_workflow_task
+    real_run = StoreTx.lock_execution
+
+    def both(
+        self: StoreTx, run_id: str, activity: int | None = None, timer: int | None = None
+    ) -> tuple[object, object]:
+        was_kept = kept(self, run_id)
+        row, wft = real_both(self, run_id, activity, timer)
+        if was_kept:
+            fresh = self._one(LOCK_EXEC_WFT, {"run_id": run_id})
+            values = tuple(fresh) if fresh is not None else ()
+            has_task = bool(values) and values[_N_EXEC_COLS] is not None
+            differs(run_id, "run", tuple(row) if row else (), values[:_N_EXEC_COLS])
+            differs(run_id, "task", task(wft), values[_N_EXEC_COLS:] if has_task else None)
+        return row, wft
+
+    def run(self: StoreTx, run_id: str) -> object:
+        was_kept = kept(self, run_id)
+        row = real_run(self, run_id)
+        if was_kept:
+            fresh = self._one(LOCK_EXEC, {"run_id": run_id})
+            differs(run_id, "run", tuple(row) if row else (), tuple(fresh) if fresh else ())
+        return row
+
+    monkeypatch.setattr(StoreTx, "lock_execution_and_workflow_task", both)
+    monkeypatch.setattr(StoreTx, "lock_execution", run)
+    KEPT_RUN_MISMATCHES.clear()
+    yield
+    found, KEPT_RUN_MISMATCHES[:] = list(KEPT_RUN_MISMATCHES), []
+    assert not found, "rows kept by the SQLite writer differ from the database:\n" + "\n".join(
+        found[:5]
+    )

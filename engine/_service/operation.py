@@ -115,6 +115,9 @@ def _make(
 ) -> Callable[..., Any]:
     if locks is not None:
         fn.lock_hint = locks  # type: ignore[attr-defined]  # read by ahead.lock_hint
+    # It writes runs' rows only through StoreTx's methods, which keep what SQLite's writer
+    # kept of them true (``sqlite_writer.keeps_runs``); any other change makes it forget.
+    fn.keeps_runs = True  # type: ignore[attr-defined]
     bind = MethodType
     method: Callable[..., Any]
     if read:

@@ -6,6 +6,7 @@ events through it, and calls :meth:`RunState.flush` before the transaction commi
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -14,6 +15,7 @@ from .._ids import time_ordered_uuid
 from .._json import compact_dumps
 from .._json import loads as json_loads
 from .._model.events import HistoryEvent
+from .._store.rows import as_stored, exec_row
 from .._store.schema import OPEN_CLOSE_ORDER, WFT_SCHEDULED, WFT_STARTED
 from .._store.tx import Row, StoreTx, column
 from ..common import WorkflowExecutionStatus, duration_to_json, removes_memo_field
@@ -161,6 +163,10 @@ class RunState:
         self.eager_identity = ""
         self.eager_same_queue = 0
         self.eager_started: list[Any] = []
+        #: Where runs' rows are kept (``StoreTx.known_runs``): the run's row as the last
+        #: flush of this change left it; ``row_untold`` once a flush could not tell.
+        self._flushed_row: Any = None
+        self.row_untold = False
         #: False once known that the run has no open child (skips a read on close).
         self._open_children = True
         #: Work to do once all of a task's commands are recorded (child starts, ...).
@@ -313,10 +319,11 @@ class RunState:
             visible_at=visible_at,
             start_to_close=timeout,
         )
-        if defer_insert and delay <= 0:
-            self._wft_insert = values
+        deferred = defer_insert and delay <= 0
+        if deferred or self.tx.known_runs is not None:
+            # The row as it stands (kept for the change that follows, where rows are kept).
             self._wft = SimpleNamespace(
-                **values,
+                **as_stored("dn_workflow_tasks", values),
                 started_event_id=None,
                 started_time=None,
                 identity=None,
@@ -324,10 +331,12 @@ class RunState:
                 timeout_at=None,
                 buffered=None,
             )
+        if deferred:
+            self._wft_insert = values
             self._wft_loaded = True
         else:
             self.tx.insert_workflow_task(**values)
-            self._wft_loaded = False
+            self._wft_loaded = self.tx.known_runs is not None
         if delay > 0:
             add_timer(self.tx, self.now, self.run_id, "wft_retry", 0, attempt, visible_at, None)
         elif self._wft_insert is None:  # a deferred row wakes them if written unstarted
@@ -455,8 +464,9 @@ class RunState:
         self.tx.insert_events(self.run_id, self._events, self.event_extra)
         self.written += self._events
         self._events = []
+        inserted = None
         if self._insert_values is not None:
-            values = {
+            values = inserted = {
                 **self._insert_values,
                 "next_event_id": self.next_event_id,
                 "history_size_bytes": self.history_size,
@@ -480,12 +490,27 @@ class RunState:
             if self.visibility:
                 self.tx.update_visibility(self.run_id, **self.visibility)
         known = self.tx.known_runs
-        if known is not None:
-            # A held transaction: the run's rows as this change leaves them, so that the
-            # change that follows in it need not read them again (see StoreTx.known_runs).
-            flushed = _updated(self.row, self.next_event_id, self.history_size, self._changes)
-            if flushed is not None and self._wft_loaded and self._wft_insert is None:
-                known[self.run_id] = (flushed, self._wft)
+        if known is not None and not self.row_untold:
+            # The run's rows as this change leaves them, so that the change that follows
+            # need not read them again (see StoreTx.known_runs).
+            flushed = (
+                exec_row(inserted)
+                if inserted is not None
+                else _updated(
+                    self._flushed_row or self.row,
+                    self.next_event_id,
+                    self.history_size,
+                    self._changes,
+                )
+            )
+            if flushed is None:
+                self.row_untold = True  # a later flush of this change cannot tell either
+            else:
+                self._flushed_row = flushed  # a later flush of this change starts from it
+                if not self.is_open:
+                    known.pop(self.run_id, None)  # rarely changed again: not kept
+                elif self._wft_loaded and self._wft_insert is None:
+                    known[self.run_id] = (flushed, self._wft)
         self._changes = {}
         self.visibility = {}
         if self._closed_with is not None:
@@ -579,9 +604,13 @@ class RunState:
 
 
 def _with(row: Any, **values: Any) -> Any:
-    """A copy of ``row`` (a driver's named tuple, or a SimpleNamespace) with ``values``."""
+    """A copy of ``row``, a workflow task's (a driver's named tuple, a SimpleNamespace, or
+    a SQLite row, copied as a SimpleNamespace), with ``values`` as the database keeps them."""
+    values = as_stored("dn_workflow_tasks", values)
     if isinstance(row, SimpleNamespace):
         return SimpleNamespace(**{**vars(row), **values})
+    if isinstance(row, sqlite3.Row):
+        return SimpleNamespace(**{**dict(zip(row.keys(), row, strict=True)), **values})
     return row._replace(**values)
 
 
@@ -593,6 +622,8 @@ def _updated(
     fields = getattr(row, "_fields", None)
     if fields is None or any(key not in fields for key in changes):
         return None
+    if changes:
+        changes = as_stored("dn_executions", changes)
     return row._replace(next_event_id=next_event_id, history_size_bytes=history_size, **changes)
 
 

@@ -97,6 +97,8 @@ class _Tx(Protocol):
 
     def _forget_ahead(self, run_id: str) -> None: ...
 
+    known_runs: dict[str, tuple[Any, Any]] | None
+
 
 class NamespaceQueries:
     """Namespace rows, and deleting the runs retention is over for."""
@@ -173,8 +175,10 @@ class NamespaceQueries:
         locked: list[str] = []
         for params in _chunks(sorted(set(run_ids))):
             locked += [str(r[0]) for r in self._q(_LOCK_CLOSED, params).fetchall()]
-        for run_id in locked:  # nothing read ahead of them holds any more
+        for run_id in locked:  # nothing read ahead of them, or kept of them, holds any more
             self._forget_ahead(run_id)
+            if self.known_runs is not None:
+                self.known_runs.pop(run_id, None)
         for params in _chunks(locked):
             for table in RUN_TABLES:
                 self._w(_delete_runs(table), params)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import operator
 import sqlite3
+from collections import namedtuple
+from collections.abc import Mapping
 from typing import Any, Protocol
+
+import sqlalchemy as sa
+
+from .schema import executions, metadata
 
 Row = Any  # SQLAlchemy rows, read by column name
 
@@ -38,8 +44,6 @@ def _column_properties() -> None:
     # rows are read for the columns their query names, never probed with getattr/hasattr:
     # column() is the probe that works on every row type. (A getter turning IndexError into
     # AttributeError would add a Python call to each of the ~80 reads a workflow makes.)
-    from .schema import metadata
-
     names = {c.name for table in metadata.tables.values() for c in table.columns}
     for name in sorted(names):
         if not hasattr(SqliteRow, name):
@@ -59,3 +63,45 @@ def column(row: Row, name: str, default: Any = None) -> Any:
         return getattr(row, name)
     except (AttributeError, IndexError):
         return default
+
+
+def _kinds(table: sa.Table) -> tuple[frozenset[str], frozenset[str]]:
+    cols = table.columns
+    return (
+        frozenset(c.name for c in cols if isinstance(c.type, sa.Float)),
+        frozenset(c.name for c in cols if isinstance(c.type, sa.Integer)),
+    )
+
+
+#: Per table, the columns the database reads back as floats, and as integers.
+_KINDS = {table.name: _kinds(table) for table in metadata.tables.values()}
+
+#: A run's row as a change leaves it, kept for the change that follows it
+#: (``StoreTx.known_runs``): a named tuple, so a change can leave a copy with its values.
+_EXEC_NAMES: list[str] = [c.name for c in executions.columns]
+ExecRow: Any = namedtuple("ExecRow", _EXEC_NAMES)  # type: ignore[misc]
+
+
+def as_stored(table: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` for columns of ``table`` as the database gives them back: an integer
+    written to a float column reads as a float, a bool or a whole float written to an
+    integer column as an integer (for a row kept instead of read again)."""
+    floats, ints = _KINDS[table]
+    out = dict(values)
+    for name, value in out.items():
+        if value is None:
+            continue
+        if value.__class__ is float:
+            if name in ints and value.is_integer():
+                out[name] = int(value)
+        elif name in floats and isinstance(value, int):
+            out[name] = float(value)
+        elif name in ints and isinstance(value, bool):
+            out[name] = int(value)
+    return out
+
+
+def exec_row(values: Mapping[str, Any]) -> Any:
+    """The row of a run just inserted with ``values`` (columns not given are NULL)."""
+    stored = as_stored("dn_executions", values)
+    return ExecRow._make([stored.get(name) for name in _EXEC_NAMES])

@@ -42,6 +42,14 @@ disk:
   ``StoreTx.commit_not_before``) is rolled back and run by the thread, as is any change
   that meets a busy or locked database.
 - With ``fsync=True`` (every commit synced to disk) nothing runs inline.
+
+**Runs' rows kept between transactions.** Every change to a run starts by reading its row
+and its workflow task's (a W1 workflow makes four or five such reads). The writer keeps
+them as its own last commits left them (:class:`KnownRuns`, handed to each change as
+``StoreTx.known_runs``), so the next change to the run needs no read. What is kept is
+trusted only while nothing else wrote the file: each transaction begins by asking SQLite
+(``PRAGMA data_version``, which changes when another connection, in this process or
+another, commits), and forgets everything if so, or if its transaction was rolled back.
 """
 
 from __future__ import annotations
@@ -122,6 +130,54 @@ YIELD_EVERY = 8
 NOT_INLINE: Any = object()
 
 
+def keeps_runs(fn: Callable[..., Any]) -> bool:
+    """Whether a change writes runs' rows only through ``StoreTx``'s methods (the service's
+    operations say so): only such a change may use and keep runs' rows
+    (:class:`KnownRuns`); any other (a tool's, a test's own SQL) makes the writer forget."""
+    target = getattr(fn, "__func__", None) or getattr(fn, "func", None) or fn
+    target = getattr(target, "__func__", target)  # a partial of a bound method
+    return getattr(target, "keeps_runs", False) is True
+
+
+class KnownRuns:
+    """Runs' rows as this connection's commits left them (run id -> (execution row,
+    workflow task row or None)), for the changes that follow (see the module docstring).
+    Only the connection's user (whoever holds the writer's connection lock) touches it."""
+
+    #: Runs kept at most (open ones: a run is not kept once closed); past this many, those
+    #: written longest ago are dropped.
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[Any, Any]] = {}
+        self._version: tuple[int, int] | None = None
+
+    def begin(self, driver: Any) -> None:
+        """At the start of a write transaction (the write lock held): forget what another
+        connection may have changed since this one last looked."""
+        (version,) = driver.execute("PRAGMA data_version").fetchone()
+        version = (id(driver), version)  # (a count per connection)
+        if version != self._version:
+            self.rows.clear()
+            self._version = version
+        rows = self.rows
+        while len(rows) > self.LIMIT:  # a write takes a run out and puts it back in last
+            del rows[next(iter(rows))]
+
+    def forget(self) -> None:
+        """The transaction was rolled back: what its changes kept never happened."""
+        self.rows.clear()
+
+    def for_change(self, fn: Callable[..., Any]) -> dict[str, tuple[Any, Any]] | None:
+        """What ``fn``, a change about to run in the transaction, is given as
+        ``StoreTx.known_runs``: the rows, or None (and they are forgotten) for a change that
+        may write runs' rows its own way (see :func:`keeps_runs`)."""
+        if keeps_runs(fn):
+            return self.rows
+        self.rows.clear()
+        return None
+
+
 class SqliteWriter:
     """The writer thread, its queue, and the inline path (see the module docstring)."""
 
@@ -138,6 +194,8 @@ class SqliteWriter:
         #: Held by whoever uses the connection: the thread for a batch, a caller inline.
         self._conn_lock = threading.Lock()
         self._conn: sa.Connection | None = None
+        #: The runs' rows its commits left (the connection lock's holder's alone).
+        self.known = KnownRuns()
         self._streak = 0
         #: Changes committed since the last checkpoint (see :data:`CHECKPOINT_EVERY`).
         self._unchecked = 0
@@ -227,8 +285,9 @@ class SqliteWriter:
             if conn is None or self._waiting or self._fresh_log:  # (changed meanwhile)
                 return NOT_INLINE
             try:
-                with _immediate(conn):  # busy timeout 0: the write lock at once, or not
+                with _immediate(conn, self.known):  # busy timeout 0: the lock now, or not
                     tx = StoreTx(conn, postgres=False)
+                    tx.known_runs = self.known.for_change(fn)
                     result = fn(tx, *args)
                     tx.write_pending_events()
                     if tx._commit_at is not None:  # it waits to commit: on the thread
@@ -353,12 +412,13 @@ class SqliteWriter:
             # what is pending, so each change sees what the ones before it wrote).
             pending: list[dict[str, Any]] = []
             try:
-                with _immediate(conn), one_time():
+                with _immediate(conn, self.known), one_time():
                     txs = []
                     for fn, args, _, _, _ in batch:
                         # One StoreTx each: a change may withdraw its own wake-ups (an
                         # eager hand-off), never another caller's.
                         tx = StoreTx(conn, postgres=False, pending_events=pending)
+                        tx.known_runs = self.known.for_change(fn)
                         results.append(fn(tx, *args))
                         txs.append(tx)
                         wakeups |= tx.wakeups
@@ -408,8 +468,9 @@ class SqliteWriter:
         waiting: Waiting | None = None
         while True:
             try:
-                with _immediate(conn):
+                with _immediate(conn, self.known):
                     tx = StoreTx(conn, postgres=False)
+                    tx.known_runs = self.known.for_change(fn)
                     result = fn(tx, *args)
                     tx.write_pending_events()
                     tx.wait_to_commit()
@@ -423,7 +484,7 @@ class SqliteWriter:
 
 
 @contextlib.contextmanager
-def _immediate(conn: sa.Connection) -> Iterator[None]:
+def _immediate(conn: sa.Connection, known: KnownRuns) -> Iterator[None]:
     """A write transaction straight on the sqlite3 connection the writer owns.
 
     ``BEGIN IMMEDIATE`` takes the write lock up front (no lock upgrade, no deadlock with
@@ -433,9 +494,11 @@ def _immediate(conn: sa.Connection) -> Iterator[None]:
     assert driver is not None
     driver.execute("BEGIN IMMEDIATE")
     try:
+        known.begin(driver)
         yield
         driver.commit()
     except BaseException:  # a failed commit too: the connection is left outside a transaction
+        known.forget()
         with contextlib.suppress(sqlite3.Error):
             driver.rollback()
         raise

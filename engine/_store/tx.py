@@ -26,7 +26,6 @@ from .messages import MessageQueries
 from .namespaces import NamespaceQueries
 from .outage import LOST, classify, is_database_error
 from .queries import (
-    _EXEC_COLS,
     _N_EXEC_COLS,
     _WFT_NAMES,
     ACT_BUSY,
@@ -61,8 +60,8 @@ from .queries import (
     _insert,
     _update,
 )
+from .rows import ExecRow, SqliteRow, _Cursor
 from .rows import Row as Row
-from .rows import SqliteRow, _Cursor
 from .rows import column as column
 from .schedules import ScheduleQueries
 from .schema import EXEC_RUNNING, WFT_SCHEDULED
@@ -181,11 +180,12 @@ class StoreTx(
         #: (namespace, workflow id), and the key of each by its run id. Shared by a batch.
         self._ahead_latest: dict[tuple[str, str], Row | None] = {}
         self._ahead_latest_runs: dict[str, tuple[str, str]] = {}
-        #: A held transaction (``engine._store.held``): the runs it has locked and changed,
-        #: as their rows now stand (run id -> (execution row, workflow task row or None)),
-        #: so that the change that follows locks them without a read; and writes held back
-        #: for a row are merged with the next write to it. None elsewhere (the service
-        #: keeps each run's rows up to date here only when it is set: see ``RunState``).
+        #: Runs' rows as changes before this one left them (run id -> (execution row,
+        #: workflow task row or None)), so that the next change locks them without a
+        #: read: a held PostgreSQL transaction's (``engine._store.held``; there, writes
+        #: held back for a row are also merged with the next write to it), and SQLite's
+        #: writer's, kept between its transactions (``KnownRuns``). None elsewhere (the
+        #: service keeps each run's rows up to date here only when it is set: ``RunState``).
         self.known_runs: dict[str, tuple[Any, Any]] | None = None
         #: PostgreSQL: a time before which this transaction must not commit
         #: (:meth:`commit_not_before`). Changes batched together share it.
@@ -450,7 +450,13 @@ class StoreTx(
         self._prefetched_timer = None
         if self._prefetched_runs and run_id in self._prefetched_runs:
             return self._prefetched_runs.pop(run_id).row
-        return self._one(LOCK_EXEC, {"run_id": run_id})
+        known = None if self.postgres else self.known_runs  # (SQLite's writer keeps them)
+        if known is None:
+            return self._one(LOCK_EXEC, {"run_id": run_id})
+        if run_id in known:
+            return known[run_id][0]
+        row = self._one(LOCK_EXEC, {"run_id": run_id})
+        return None if row is None else ExecRow._make(row)
 
     def lock_execution_and_workflow_task(
         self, run_id: str, activity: int | None = None, timer: int | None = None
@@ -467,8 +473,10 @@ class StoreTx(
         a task row locks its run first).
         """
         self._prefetched_timer = None  # held for the take right after a lock only
-        if self.known_runs and activity is None and timer is None and run_id in self.known_runs:
-            return self.known_runs[run_id]
+        known = self.known_runs
+        plain = activity is None and timer is None  # (SQLite reads neither with the run)
+        if known and run_id in known and (plain or not self.postgres):
+            return known[run_id]
         ahead = self._prefetched_runs.pop(run_id, None) if self._prefetched_runs else None
         if ahead is not None and usable(ahead, activity, timer):
             if timer is not None:
@@ -501,6 +509,8 @@ class StoreTx(
         if row is None:
             return None, None
         values = tuple(row)
+        if known is not None:  # kept by the writer: a row a change can copy with its values
+            row = ExecRow._make(values[:_N_EXEC_COLS])
         if values[_N_EXEC_COLS] is None:  # no task row
             return row, None
         return row, SimpleNamespace(**dict(zip(_WFT_NAMES, values[_N_EXEC_COLS:], strict=True)))
@@ -560,43 +570,12 @@ class StoreTx(
                 return dict(params)
         return None
 
-    _LIST_COLUMNS = frozenset({"workflow_id", "run_id", "workflow_type", "task_queue", "status"})
-
     def claim_request(self, run_id: str, request_id: str, now: float) -> bool:
         """Note that request ``request_id`` changed run ``run_id``: False if it already
         had (the same request run again: it must change nothing this time)."""
         return bool(
             self._q(CLAIM_REQUEST, {"run_id": run_id, "rid": request_id, "t": now}).rowcount
         )
-
-    def list_executions(
-        self,
-        namespace: str,
-        *,
-        limit: int,
-        filters: dict[str, Any] | None = None,
-        before: tuple[float, str] | None = None,
-    ) -> Sequence[Row]:
-        """Runs, newest first (ties by run id), where each column in ``filters`` equals its
-        value; with ``before=(start_time, run_id)``, only the runs listed after that one."""
-        filters = filters or {}
-        unknown = set(filters) - self._LIST_COLUMNS
-        if unknown:
-            raise ValueError(f"cannot filter runs on {sorted(unknown)}")
-        terms = ["namespace = :ns", *(f"{c} = :f_{c}" for c in sorted(filters))]
-        params: dict[str, Any] = {
-            "ns": namespace,
-            "lim": limit,
-            **{f"f_{c}": v for c, v in filters.items()},
-        }
-        if before is not None:
-            terms.append("(start_time < :b_t OR (start_time = :b_t AND run_id < :b_r))")
-            params.update(b_t=before[0], b_r=before[1])
-        q = Q(
-            f"SELECT {_EXEC_COLS} FROM dn_executions WHERE {' AND '.join(terms)} "
-            "ORDER BY start_time DESC, run_id DESC LIMIT :lim"
-        )
-        return self._q(q, params).fetchall()
 
     # -- history ----------------------------------------------------------------------
 
@@ -759,6 +738,8 @@ class StoreTx(
             for r in self._q(Q(f"SELECT DISTINCT task_queue {waiting}"), params).fetchall()
         }
         if queues:
+            if self.known_runs:
+                self.known_runs.clear()  # task rows of runs not named here change
             self._w(
                 Q(
                     "UPDATE dn_workflow_tasks SET visible_at = :now WHERE run_id IN "

@@ -68,8 +68,42 @@ def _keyset(
     return f"({condition})", params
 
 
+#: The run columns :meth:`VisibilityQueries.list_executions` filters on.
+_LIST_COLUMNS = frozenset({"workflow_id", "run_id", "workflow_type", "task_queue", "status"})
+
+
 class VisibilityQueries:
     """The visibility statements of a store transaction."""
+
+    def list_executions(
+        self: _Tx,
+        namespace: str,
+        *,
+        limit: int,
+        filters: dict[str, Any] | None = None,
+        before: tuple[float, str] | None = None,
+    ) -> Sequence[Row]:
+        """Runs, newest first (ties by run id), where each column in ``filters`` equals its
+        value; with ``before=(start_time, run_id)``, only the runs listed after that one."""
+        filters = filters or {}
+        unknown = set(filters) - _LIST_COLUMNS
+        if unknown:
+            raise ValueError(f"cannot filter runs on {sorted(unknown)}")
+        terms = ["namespace = :ns", *(f"{c} = :f_{c}" for c in sorted(filters))]
+        params: dict[str, Any] = {
+            "ns": namespace,
+            "lim": limit,
+            **{f"f_{c}": v for c, v in filters.items()},
+        }
+        if before is not None:
+            terms.append("(start_time < :b_t OR (start_time = :b_t AND run_id < :b_r))")
+            params.update(b_t=before[0], b_r=before[1])
+        q = Q(
+            f"SELECT {_EXEC_COLS} FROM dn_executions WHERE {' AND '.join(terms)} "
+            "ORDER BY start_time DESC, run_id DESC LIMIT :lim"
+        )
+        rows: Sequence[Row] = self._q(q, params).fetchall()
+        return rows
 
     def insert_visibility(self: _Tx, **values: Any) -> None:
         """Insert a run's visibility row."""

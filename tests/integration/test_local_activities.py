@@ -373,3 +373,37 @@ async def test_a_worker_without_remote_activities_runs_only_local_ones(
         async with Worker(client, task_queue=task_queue, activities=[shout]):
             result = await asyncio.wait_for(handle.result(), 20)
     assert result == ["HI", "HI"]
+
+
+@workflow.defn
+class MemoAcrossAHeartbeat:
+    @workflow.run
+    async def run(self) -> str:
+        workflow.upsert_memo({"before": "set"})
+        # Outlasts the 1 s workflow task: its completion is heartbeated (two changes of the
+        # run's row in one transaction), and the next task changes the memo again.
+        await workflow.execute_local_activity(
+            sleepy, 1.5, start_to_close_timeout=timedelta(seconds=30)
+        )
+        workflow.upsert_memo({"after": "set"})
+        return "done"
+
+
+async def test_a_memo_upserted_before_a_heartbeat_outlives_the_next_upsert(
+    client: Client, task_queue: str
+) -> None:
+    """The run's row as a heartbeated completion leaves it (changed twice in one
+    transaction) is the one the next change builds on (SQLite's writer keeps it)."""
+    async with Worker(
+        client, task_queue=task_queue, workflows=[MemoAcrossAHeartbeat], activities=[sleepy]
+    ):
+        handle = await client.start_workflow(
+            MemoAcrossAHeartbeat.run,
+            id=f"memo-heartbeat-{uuid.uuid4().hex}",
+            task_queue=task_queue,
+            task_timeout=timedelta(seconds=1),
+        )
+        assert await asyncio.wait_for(handle.result(), 20) == "done"
+    history = await handle.fetch_history()
+    assert _types(history).count("WorkflowTaskCompleted") >= 2  # one task, heartbeated
+    assert await (await handle.describe()).memo() == {"before": "set", "after": "set"}
