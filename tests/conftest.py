@@ -127,7 +127,13 @@ def _kept_runs_equal_the_database(monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     writer kept them instead of reading them (``StoreTx.known_runs``), they are read as
     well and must equal, value and type, what the database holds: a write the kept rows
     missed shows here, in whatever test makes it."""
-    from engine._store.queries import _N_EXEC_COLS, _WFT_NAMES, LOCK_EXEC, LOCK_EXEC_WFT
+    from engine._store.queries import (
+        _N_EXEC_COLS,
+        _WFT_NAMES,
+        GET_ACT_LOCK,
+        LOCK_EXEC,
+        LOCK_EXEC_WFT,
+    )
     from engine._store.tx import StoreTx
 
     def task(wft: object) -> tuple[object, ...] | None:
@@ -168,8 +174,21 @@ def _kept_runs_equal_the_database(monkeypatch: pytest.MonkeyPatch) -> Iterator[N
             differs(run_id, "run", tuple(row) if row else (), tuple(fresh) if fresh else ())
         return row
 
+    real_act = StoreTx.get_activity_task
+
+    def act(self: StoreTx, run_id: str, sched: int) -> object:
+        known = None if self.postgres else self.known_acts
+        was_kept = bool(known) and sched in known.get(run_id, {})  # type: ignore[union-attr]
+        row = real_act(self, run_id, sched)
+        if was_kept:
+            fresh = self._one(GET_ACT_LOCK, {"run_id": run_id, "sched": sched})
+            got, want = tuple(row) if row else (), tuple(fresh) if fresh else ()
+            differs(f"{run_id}/{sched}", "activity", got, want)
+        return row
+
     monkeypatch.setattr(StoreTx, "lock_execution_and_workflow_task", both)
     monkeypatch.setattr(StoreTx, "lock_execution", run)
+    monkeypatch.setattr(StoreTx, "get_activity_task", act)
     KEPT_RUN_MISMATCHES.clear()
     yield
     found, KEPT_RUN_MISMATCHES[:] = list(KEPT_RUN_MISMATCHES), []

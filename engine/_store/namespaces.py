@@ -98,6 +98,7 @@ class _Tx(Protocol):
     def _forget_ahead(self, run_id: str) -> None: ...
 
     known_runs: dict[str, tuple[Any, Any]] | None
+    known_acts: dict[str, dict[int, Any]] | None
 
 
 class NamespaceQueries:
@@ -179,6 +180,8 @@ class NamespaceQueries:
             self._forget_ahead(run_id)
             if self.known_runs is not None:
                 self.known_runs.pop(run_id, None)
+            if self.known_acts is not None:
+                self.known_acts.pop(run_id, None)
         for params in _chunks(locked):
             for table in RUN_TABLES:
                 self._w(_delete_runs(table), params)

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 
-from .schema import executions, metadata
+from .schema import activity_tasks, executions, metadata
 
 Row = Any  # SQLAlchemy rows, read by column name
 
@@ -69,7 +69,9 @@ def _kinds(table: sa.Table) -> tuple[frozenset[str], frozenset[str]]:
     cols = table.columns
     return (
         frozenset(c.name for c in cols if isinstance(c.type, sa.Float)),
-        frozenset(c.name for c in cols if isinstance(c.type, sa.Integer)),
+        # SQLite keeps a Boolean as an integer (only the activity rows, kept on SQLite
+        # alone, have one).
+        frozenset(c.name for c in cols if isinstance(c.type, (sa.Integer, sa.Boolean))),
     )
 
 
@@ -80,6 +82,9 @@ _KINDS = {table.name: _kinds(table) for table in metadata.tables.values()}
 #: (``StoreTx.known_runs``): a named tuple, so a change can leave a copy with its values.
 _EXEC_NAMES: list[str] = [c.name for c in executions.columns]
 ExecRow: Any = namedtuple("ExecRow", _EXEC_NAMES)  # type: ignore[misc]
+#: A pending activity's row, kept the same way (SQLite only: ``StoreTx.known_acts``).
+_ACT_NAMES: list[str] = [c.name for c in activity_tasks.columns]
+ActRow: Any = namedtuple("ActRow", _ACT_NAMES)  # type: ignore[misc]
 
 
 def as_stored(table: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -105,3 +110,9 @@ def exec_row(values: Mapping[str, Any]) -> Any:
     """The row of a run just inserted with ``values`` (columns not given are NULL)."""
     stored = as_stored("dn_executions", values)
     return ExecRow._make([stored.get(name) for name in _EXEC_NAMES])
+
+
+def act_row(values: Mapping[str, Any]) -> Any:
+    """The row of an activity just inserted with ``values`` (columns not given are NULL)."""
+    stored = as_stored("dn_activity_tasks", values)
+    return ActRow._make([stored.get(name) for name in _ACT_NAMES])

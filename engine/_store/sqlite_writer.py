@@ -141,7 +141,8 @@ def keeps_runs(fn: Callable[..., Any]) -> bool:
 
 class KnownRuns:
     """Runs' rows as this connection's commits left them (run id -> (execution row,
-    workflow task row or None)), for the changes that follow (see the module docstring).
+    workflow task row or None); and their pending activities' rows), for the changes that
+    follow (see the module docstring).
     Only the connection's user (whoever holds the writer's connection lock) touches it."""
 
     #: Runs kept at most (open ones: a run is not kept once closed); past this many, those
@@ -150,6 +151,8 @@ class KnownRuns:
 
     def __init__(self) -> None:
         self.rows: dict[str, tuple[Any, Any]] = {}
+        #: The runs' pending activities' rows (run id -> scheduled event id -> row).
+        self.acts: dict[str, dict[int, Any]] = {}
         self._version: tuple[int, int] | None = None
 
     def begin(self, driver: Any) -> None:
@@ -159,23 +162,25 @@ class KnownRuns:
         version = (id(driver), version)  # (a count per connection)
         if version != self._version:
             self.rows.clear()
+            self.acts.clear()
             self._version = version
-        rows = self.rows
-        while len(rows) > self.LIMIT:  # a write takes a run out and puts it back in last
-            del rows[next(iter(rows))]
+        for kept in (self.rows, self.acts):
+            while len(kept) > self.LIMIT:  # (a write of a run's row puts it back in last)
+                del kept[next(iter(kept))]
 
     def forget(self) -> None:
         """The transaction was rolled back: what its changes kept never happened."""
         self.rows.clear()
+        self.acts.clear()
 
-    def for_change(self, fn: Callable[..., Any]) -> dict[str, tuple[Any, Any]] | None:
-        """What ``fn``, a change about to run in the transaction, is given as
-        ``StoreTx.known_runs``: the rows, or None (and they are forgotten) for a change that
-        may write runs' rows its own way (see :func:`keeps_runs`)."""
+    def for_change(self, tx: StoreTx, fn: Callable[..., Any]) -> None:
+        """Give ``tx``, the transaction of ``fn``, a change about to run, the rows kept
+        (``known_runs``, ``known_acts``); or, for a change that may write runs' rows its own
+        way (see :func:`keeps_runs`), nothing, and forget them."""
         if keeps_runs(fn):
-            return self.rows
-        self.rows.clear()
-        return None
+            tx.known_runs, tx.known_acts = self.rows, self.acts
+        else:
+            self.forget()
 
 
 class SqliteWriter:
@@ -287,7 +292,7 @@ class SqliteWriter:
             try:
                 with _immediate(conn, self.known):  # busy timeout 0: the lock now, or not
                     tx = StoreTx(conn, postgres=False)
-                    tx.known_runs = self.known.for_change(fn)
+                    self.known.for_change(tx, fn)
                     result = fn(tx, *args)
                     tx.write_pending_events()
                     if tx._commit_at is not None:  # it waits to commit: on the thread
@@ -418,7 +423,7 @@ class SqliteWriter:
                         # One StoreTx each: a change may withdraw its own wake-ups (an
                         # eager hand-off), never another caller's.
                         tx = StoreTx(conn, postgres=False, pending_events=pending)
-                        tx.known_runs = self.known.for_change(fn)
+                        self.known.for_change(tx, fn)
                         results.append(fn(tx, *args))
                         txs.append(tx)
                         wakeups |= tx.wakeups
@@ -470,7 +475,7 @@ class SqliteWriter:
             try:
                 with _immediate(conn, self.known):
                     tx = StoreTx(conn, postgres=False)
-                    tx.known_runs = self.known.for_change(fn)
+                    self.known.for_change(tx, fn)
                     result = fn(tx, *args)
                     tx.write_pending_events()
                     tx.wait_to_commit()

@@ -187,6 +187,7 @@ class StoreTx(
         #: writer's, kept between its transactions (``KnownRuns``). None elsewhere (the
         #: service keeps each run's rows up to date here only when it is set: ``RunState``).
         self.known_runs: dict[str, tuple[Any, Any]] | None = None
+        self.known_acts: dict[str, dict[int, Any]] | None = None  # (see ActivityQueries)
         #: PostgreSQL: a time before which this transaction must not commit
         #: (:meth:`commit_not_before`). Changes batched together share it.
         self._commit_at: CommitAt | None = None

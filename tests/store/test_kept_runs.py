@@ -1,5 +1,5 @@
-"""SQLite: the writer keeps each run's rows as its own commits left them, so the next change
-to the run reads nothing (``KnownRuns`` in ``engine._store.sqlite_writer``); what another
+"""SQLite: the writer keeps each run's rows (and its pending activities') as its own commits
+left them, so the next change to the run reads nothing (``KnownRuns`` in ``engine._store.sqlite_writer``); what another
 connection committed, or a rolled-back transaction, makes it forget them.
 
 Throughout the suite, ``tests/conftest.py`` also reads the rows again at every use of the
@@ -18,8 +18,8 @@ import sqlalchemy as sa
 
 from engine import Client, workflow
 from engine._store.gateway import Store
-from engine._store.queries import LOCK_EXEC_WFT, Q
-from engine._store.rows import ExecRow, as_stored, exec_row
+from engine._store.queries import _ACT_COLS, LOCK_EXEC_WFT, Q
+from engine._store.rows import ActRow, ExecRow, act_row, as_stored, exec_row
 from engine._store.schema import metadata
 from engine._store.sqlite_writer import KnownRuns, SqliteWriter, _immediate, keeps_runs
 from engine._store.tx import StoreTx
@@ -191,3 +191,21 @@ async def test_a_change_with_its_own_sql_makes_the_writer_forget(tmp_path: Path)
         await handle.terminate()
     finally:
         await client.close()
+
+
+def test_a_kept_activity_row_has_the_types_sqlite_gives_back() -> None:
+    """The activity's ``cancel_requested`` (a Boolean) reads back from SQLite as 0 or 1;
+    its durations (float columns) as floats even when given as integers."""
+    row = act_row(
+        {
+            "run_id": "r",
+            "scheduled_event_id": 5,
+            "cancel_requested": False,
+            "start_to_close": 30,
+            "attempt": 1,
+        }
+    )
+    assert row.cancel_requested == 0 and type(row.cancel_requested) is int
+    assert row.start_to_close == 30.0 and type(row.start_to_close) is float
+    assert row.heartbeat_details is None
+    assert ActRow._fields == tuple(_ACT_COLS.split(", "))  # the order its reads select
