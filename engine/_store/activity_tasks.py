@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from .queries import ACTS_OF_RUN, DELETE_ACT, DELETE_ACTS_OF_RUN, GET_ACT_LOCK, NEXT_ACTS, Q
 from .rows import ActRow, act_row, as_stored
+from .schema import ACT_STARTED
 
 Row = Any
 
@@ -41,10 +42,11 @@ class ActivityQueries:
     """The statements of ``dn_activity_tasks``."""
 
     _prefetched_act: tuple[str, int, Row | None] | None
-    #: SQLite's writer: the pending activities' rows as changes before this one left them
-    #: (run id -> scheduled event id -> row), as ``StoreTx.known_runs`` keeps the runs'.
-    #: Every write of ``dn_activity_tasks`` goes through the methods below, which keep it
-    #: true. None elsewhere.
+    #: SQLite's writer: the rows of the attempts running, as changes before this one left
+    #: them (run id -> scheduled event id -> row), as ``StoreTx.known_runs`` keeps the
+    #: runs'. Only started ones (as many as the workers run at once, not a backlog); every
+    #: write of ``dn_activity_tasks`` goes through the methods below, which keep it true.
+    #: None elsewhere.
     known_acts: dict[str, dict[int, Any]] | None
 
     def insert_activity_task(self: _Tx, **values: Any) -> None:
@@ -53,7 +55,7 @@ class ActivityQueries:
         self._forget_ahead(values["run_id"])
         self.forget_leftovers(values["run_id"])
         self._insert("dn_activity_tasks", values)
-        if self.known_acts is not None:
+        if self.known_acts is not None and values["state"] == ACT_STARTED:
             kept = self.known_acts.setdefault(values["run_id"], {})
             kept[values["scheduled_event_id"]] = act_row(values)
 
@@ -68,7 +70,7 @@ class ActivityQueries:
             if kept is not None and scheduled_event_id in kept:
                 return kept[scheduled_event_id]
         row = self._one(GET_ACT_LOCK, {"run_id": run_id, "sched": scheduled_event_id})
-        if row is not None and known is not None:
+        if row is not None and known is not None and row.state == ACT_STARTED:
             row = known.setdefault(run_id, {})[scheduled_event_id] = ActRow._make(row)
         return row
 
@@ -88,11 +90,16 @@ class ActivityQueries:
             {"run_id": run_id, "scheduled_event_id": scheduled_event_id},
             values,
         )
-        kept = self.known_acts.get(run_id) if self.known_acts is not None else None
-        if kept is not None and scheduled_event_id in kept:
-            kept[scheduled_event_id] = kept[scheduled_event_id]._replace(
-                **as_stored("dn_activity_tasks", values)
-            )
+        known = self.known_acts
+        kept = known.get(run_id) if known is not None else None
+        if known is not None and kept is not None and scheduled_event_id in kept:
+            row = kept[scheduled_event_id]._replace(**as_stored("dn_activity_tasks", values))
+            if row.state == ACT_STARTED:
+                kept[scheduled_event_id] = row
+            else:  # waits to retry, or for a worker: not kept
+                del kept[scheduled_event_id]
+                if not kept:
+                    del known[run_id]
 
     def delete_activity_task(self: _Tx, run_id: str, scheduled_event_id: int) -> None:
         """Remove a pending activity."""
@@ -121,7 +128,7 @@ class ActivityQueries:
         params = {"ns": namespace, "q": task_queue, "now": now, "lim": limit}
         rows: Sequence[Row] = self._q(NEXT_ACTS, params).fetchall()
         known = self.known_acts
-        if known is not None and rows:  # kept: they are started next
+        if known is not None and rows:  # kept: they are started next (``claim``)
             rows = [ActRow._make(row) for row in rows]
             for row in rows:
                 known.setdefault(row.run_id, {})[row.scheduled_event_id] = row

@@ -151,7 +151,7 @@ class KnownRuns:
 
     def __init__(self) -> None:
         self.rows: dict[str, tuple[Any, Any]] = {}
-        #: The runs' pending activities' rows (run id -> scheduled event id -> row).
+        #: The rows of the attempts running (run id -> scheduled event id -> row).
         self.acts: dict[str, dict[int, Any]] = {}
         self._version: tuple[int, int] | None = None
 
@@ -165,7 +165,7 @@ class KnownRuns:
             self.acts.clear()
             self._version = version
         for kept in (self.rows, self.acts):
-            while len(kept) > self.LIMIT:  # (a write of a run's row puts it back in last)
+            while len(kept) > self.LIMIT:  # those kept first (a run's row written goes last)
                 del kept[next(iter(kept))]
 
     def forget(self) -> None:

@@ -7,8 +7,10 @@ kept ones and fails the test where they differ."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from types import MethodType
 from typing import Any
@@ -16,7 +18,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from engine import Client, workflow
+from engine import Client, Worker, activity, workflow
 from engine._store.gateway import Store
 from engine._store.queries import _ACT_COLS, LOCK_EXEC_WFT, Q
 from engine._store.rows import ActRow, ExecRow, act_row, as_stored, exec_row
@@ -98,8 +100,9 @@ async def test_a_transaction_rolled_back_forgets_what_its_changes_kept(tmp_path:
             assert conn is not None
             with pytest.raises(RuntimeError), _immediate(conn, known):
                 known.rows["some-run"] = ("row", None)  # as a change's flush would
+                known.acts["some-run"] = {5: "row"}
                 raise RuntimeError("the change fails after keeping a row")
-        assert known.rows == {}
+        assert known.rows == {} and known.acts == {}
     finally:
         await client.close()
 
@@ -112,12 +115,13 @@ def test_known_runs_forget_when_another_connection_commits(tmp_path: Path) -> No
     known = KnownRuns()
     known.begin(mine)
     known.rows["r"] = ("row", None)
+    known.acts["r"] = {5: "row"}
     mine.execute("INSERT INTO t VALUES (1)")  # its own commit: still trusted
     known.begin(mine)
     assert "r" in known.rows
     other.execute("INSERT INTO t VALUES (2)")
     known.begin(mine)
-    assert known.rows == {}
+    assert known.rows == {} and known.acts == {}
     mine.close()
     other.close()
 
@@ -186,26 +190,88 @@ async def test_a_change_with_its_own_sql_makes_the_writer_forget(tmp_path: Path)
             tx._w(Q("UPDATE dn_executions SET memo = NULL WHERE workflow_id = 'own-sql'"))
 
         assert not keeps_runs(own_sql)
+        known.acts["some-run"] = {5: "row"}
         await client.store.transaction(own_sql)
-        assert known.rows == {}
+        assert known.rows == {} and known.acts == {}
         await handle.terminate()
     finally:
         await client.close()
 
 
-def test_a_kept_activity_row_has_the_types_sqlite_gives_back() -> None:
-    """The activity's ``cancel_requested`` (a Boolean) reads back from SQLite as 0 or 1;
-    its durations (float columns) as floats even when given as integers."""
-    row = act_row(
-        {
-            "run_id": "r",
-            "scheduled_event_id": 5,
-            "cancel_requested": False,
-            "start_to_close": 30,
-            "attempt": 1,
-        }
+def test_a_kept_activity_row_has_the_types_sqlite_gives_back(tmp_path: Path) -> None:
+    """An activity row built from the values written reads as SQLite gives it back: its
+    ``cancel_requested`` (a Boolean) as 0 or 1, durations given as integers as floats."""
+    values: dict[str, Any] = {name: None for name in ActRow._fields}
+    values.update(
+        run_id="r",
+        scheduled_event_id=5,
+        namespace="default",
+        workflow_id="w",
+        workflow_type="T",
+        activity_id="1",
+        activity_type="noop",
+        task_queue="q",
+        input="[]",
+        state=2,
+        attempt=1,
+        visible_at=3,
+        scheduled_time=3.5,
+        attempt_scheduled_time=3.5,
+        start_to_close=30,
+        retry_policy="{}",
+        cancel_requested=False,
     )
-    assert row.cancel_requested == 0 and type(row.cancel_requested) is int
-    assert row.start_to_close == 30.0 and type(row.start_to_close) is float
-    assert row.heartbeat_details is None
+    path = tmp_path / "acts.db"
+    engine = sa.create_engine(f"sqlite:///{path}")
+    metadata.create_all(engine, tables=[metadata.tables["dn_activity_tasks"]])
+    engine.dispose()
+    conn = sqlite3.connect(path)
+    conn.execute(
+        f"INSERT INTO dn_activity_tasks ({', '.join(values)}) "
+        f"VALUES ({', '.join('?' * len(values))})",
+        list(values.values()),
+    )
+    read: Any = conn.execute(
+        f"SELECT {_ACT_COLS} FROM dn_activity_tasks WHERE run_id = 'r'"
+    ).fetchone()
+    conn.close()
+    assert [(type(v), v) for v in act_row(values)] == [(type(v), v) for v in read]
     assert ActRow._fields == tuple(_ACT_COLS.split(", "))  # the order its reads select
+
+
+@activity.defn
+async def never_picked_up() -> None:
+    """Scheduled on a queue no worker polls."""
+
+
+@workflow.defn
+class SchedulesForNobody:
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.execute_activity(
+            never_picked_up, task_queue="nobody-polls", start_to_close_timeout=timedelta(seconds=9)
+        )
+
+
+async def test_only_running_attempts_are_kept(tmp_path: Path) -> None:
+    """An activity waiting for a worker is not kept (a backlog could be any size, each
+    row with its input); one that started is, until it ends."""
+    client = await Client.connect(f"sqlite:///{tmp_path / 'durable.db'}")
+    try:
+        async with Worker(client, task_queue="tq", workflows=[SchedulesForNobody]):
+            handle = await client.start_workflow(
+                SchedulesForNobody.run, id="nobody", task_queue="tq"
+            )
+            for _ in range(500):
+                events = (await handle.fetch_history()).events
+                if any(e.event_type == "ActivityTaskScheduled" for e in events):
+                    break
+                await asyncio.sleep(0.01)
+            known = _writer(client.store).known
+            assert handle.first_execution_run_id in known.rows
+            assert handle.first_execution_run_id not in known.acts
+            async with Worker(client, task_queue="nobody-polls", activities=[never_picked_up]):
+                await handle.result()
+            assert handle.first_execution_run_id not in known.acts  # ended: dropped
+    finally:
+        await client.close()
