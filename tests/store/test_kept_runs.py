@@ -126,6 +126,24 @@ def test_known_runs_forget_when_another_connection_commits(tmp_path: Path) -> No
     other.close()
 
 
+def _written_and_read_back(tmp_path: Path, table: str, values: dict[str, Any]) -> tuple:
+    """``values`` (every column of ``table``, in order) inserted into a new SQLite file
+    with the engine's schema and read back as the driver gives them."""
+    path = tmp_path / f"{table}.db"
+    engine = sa.create_engine(f"sqlite:///{path}")
+    metadata.create_all(engine, tables=[metadata.tables[table]])
+    engine.dispose()
+    conn = sqlite3.connect(path)
+    try:
+        marks = ", ".join("?" * len(values))
+        conn.execute(
+            f"INSERT INTO {table} ({', '.join(values)}) VALUES ({marks})", list(values.values())
+        )
+        return tuple(conn.execute(f"SELECT {', '.join(values)} FROM {table}").fetchone())
+    finally:
+        conn.close()
+
+
 def test_kept_rows_have_the_types_the_database_gives_back(tmp_path: Path) -> None:
     """A row built from the values a change wrote reads as a row read back would: an
     integer in a float column is a float, a bool or whole float in an integer one an int."""
@@ -143,22 +161,8 @@ def test_kept_rows_have_the_types_the_database_gives_back(tmp_path: Path) -> Non
         history_size_bytes=10,
         workflow_task_timeout=10,
     )
-    path = tmp_path / "types.db"
-    conn = sqlite3.connect(path)
-    engine = sa.create_engine(f"sqlite:///{path}")
-    metadata.create_all(engine, tables=[metadata.tables["dn_executions"]])
-    engine.dispose()
-    names = ", ".join(values)
-    conn.execute(
-        f"INSERT INTO dn_executions ({names}) VALUES ({', '.join('?' * len(values))})",
-        list(values.values()),
-    )
-    read: Any = conn.execute(
-        f"SELECT {', '.join(ExecRow._fields)} FROM dn_executions WHERE run_id = 'r'"
-    ).fetchone()
-    conn.close()
-    kept = exec_row(values)
-    assert [(type(v), v) for v in kept] == [(type(v), v) for v in read]
+    read = _written_and_read_back(tmp_path, "dn_executions", values)
+    assert [(type(v), v) for v in exec_row(values)] == [(type(v), v) for v in read]
     assert as_stored("dn_executions", {"close_time": 7, "status": 2.0}) == {
         "close_time": 7.0,
         "status": 2,
@@ -221,20 +225,7 @@ def test_a_kept_activity_row_has_the_types_sqlite_gives_back(tmp_path: Path) -> 
         retry_policy="{}",
         cancel_requested=False,
     )
-    path = tmp_path / "acts.db"
-    engine = sa.create_engine(f"sqlite:///{path}")
-    metadata.create_all(engine, tables=[metadata.tables["dn_activity_tasks"]])
-    engine.dispose()
-    conn = sqlite3.connect(path)
-    conn.execute(
-        f"INSERT INTO dn_activity_tasks ({', '.join(values)}) "
-        f"VALUES ({', '.join('?' * len(values))})",
-        list(values.values()),
-    )
-    read: Any = conn.execute(
-        f"SELECT {_ACT_COLS} FROM dn_activity_tasks WHERE run_id = 'r'"
-    ).fetchone()
-    conn.close()
+    read = _written_and_read_back(tmp_path, "dn_activity_tasks", values)
     assert [(type(v), v) for v in act_row(values)] == [(type(v), v) for v in read]
     assert ActRow._fields == tuple(_ACT_COLS.split(", "))  # the order its reads select
 
